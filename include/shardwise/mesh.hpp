@@ -1,0 +1,203 @@
+// shardwise/mesh.hpp: the process mesh as a type.
+//
+// A Mesh is a list of named axes, each with an extent. Ranks are laid out in C
+// order (the last axis varies fastest), as in ColossalAI's ProcessGroupMesh and
+// numpy's ravel_multi_index. Like mdspan's extents, an extent may be
+// dynamic_extent and given when the Mesh object is built; everything else is
+// constexpr. This header is pure compile-time: no MPI, no Eigen.
+#pragma once
+
+#include <array>
+#include <concepts>
+#include <cstddef>
+#include <limits>
+#include <stdexcept>
+#include <string_view>
+#include <type_traits>
+
+#include "shardwise/detail/fixed_string.hpp"
+
+namespace shardwise {
+
+using detail::fixed_string;
+
+/// Extent of an axis that is only known at run time (given to the Mesh constructor).
+inline constexpr std::size_t dynamic_extent = std::numeric_limits<std::size_t>::max();
+
+/// One named axis of a mesh: Axis<"tp", 4>, or Axis<"dp", dynamic_extent>.
+template <fixed_string Name, std::size_t Extent>
+struct Axis {
+  static_assert(Name.size() > 0, "shardwise::Axis: an axis name cannot be empty; write Axis<\"x\", 2>");
+  static_assert(Extent != 0,
+                "shardwise::Axis: an axis extent of 0 is not allowed; every axis needs at least one "
+                "process (write dynamic_extent for an extent known only at run time)");
+  static_assert(Extent == dynamic_extent || Extent <= std::size_t{std::numeric_limits<int>::max()},
+                "shardwise::Axis: the extent does not fit in an int (MPI counts ranks with int)");
+
+  static constexpr std::string_view name = Name.view();
+  static constexpr std::size_t static_extent = Extent;
+};
+
+/// What ravel/unravel do with an index outside the mesh (numpy's modes).
+enum class IndexMode {
+  raise,  ///< throw std::out_of_range (a compile error in a constant expression)
+  wrap,   ///< wrap around, Python style: -1 is the last index
+  clip,   ///< clamp to the nearest valid index
+};
+
+namespace detail {
+
+template <typename T>
+inline constexpr bool is_axis_v = false;
+template <fixed_string Name, std::size_t Extent>
+inline constexpr bool is_axis_v<Axis<Name, Extent>> = true;
+
+template <std::size_t N>
+constexpr bool all_distinct(const std::array<std::string_view, N>& names) {
+  for (std::size_t i = 0; i < N; ++i)
+    for (std::size_t j = i + 1; j < N; ++j)
+      if (names[i] == names[j]) return false;
+  return true;
+}
+
+constexpr int apply_index_mode(long long index, int extent, IndexMode mode, const char* what) {
+  if (index >= 0 && index < extent) return static_cast<int>(index);
+  switch (mode) {
+    case IndexMode::wrap: {
+      long long wrapped = index % extent;
+      return static_cast<int>(wrapped < 0 ? wrapped + extent : wrapped);
+    }
+    case IndexMode::clip:
+      return index < 0 ? 0 : extent - 1;
+    case IndexMode::raise:
+      break;
+  }
+  throw std::out_of_range(what);
+}
+
+}  // namespace detail
+
+/// A mesh of processes: Mesh<Axis<"x", 2>, Axis<"y", 4>> has 8 ranks,
+/// rank = x * 4 + y.
+template <typename... Axes>
+class Mesh {
+  static_assert(sizeof...(Axes) > 0, "shardwise::Mesh needs at least one Axis<\"name\", extent>");
+  static_assert((detail::is_axis_v<Axes> && ...),
+                "shardwise::Mesh: every parameter must be an Axis<\"name\", extent>");
+
+ public:
+  /// Number of axes.
+  static constexpr std::size_t ndim = sizeof...(Axes);
+  /// A position in the mesh, one index per axis.
+  using coordinate_type = std::array<int, ndim>;
+
+  static constexpr std::array<std::string_view, ndim> names{Axes::name...};
+  static constexpr std::array<std::size_t, ndim> static_extents{Axes::static_extent...};
+  /// How many extents the constructor must be given.
+  static constexpr std::size_t dynamic_count =
+      (std::size_t{0} + ... + std::size_t{Axes::static_extent == dynamic_extent});
+  static constexpr bool is_static = dynamic_count == 0;
+
+  static_assert(detail::all_distinct(names),
+                "shardwise::Mesh: two axes have the same name; give every axis a distinct name");
+
+  /// A fully static mesh needs no arguments.
+  constexpr Mesh() requires is_static {
+    for (std::size_t i = 0; i < ndim; ++i) extents_[i] = static_cast<int>(static_extents[i]);
+  }
+
+  /// One argument per dynamic_extent axis, in axis order: Mesh<Axis<"dp", dynamic_extent>,
+  /// Axis<"tp", 2>>{4}.
+  template <std::integral... Extents>
+    requires(sizeof...(Extents) == dynamic_count && dynamic_count > 0)
+  constexpr explicit Mesh(Extents... dynamic_extents) {
+    const long long given[] = {static_cast<long long>(dynamic_extents)...};
+    std::size_t next = 0;
+    for (std::size_t i = 0; i < ndim; ++i) {
+      if (static_extents[i] != dynamic_extent) {
+        extents_[i] = static_cast<int>(static_extents[i]);
+        continue;
+      }
+      const long long e = given[next++];
+      if (e < 1 || e > std::numeric_limits<int>::max())
+        throw std::invalid_argument("shardwise::Mesh: a dynamic extent must be at least 1");
+      extents_[i] = static_cast<int>(e);
+    }
+  }
+
+  /// Index of the axis called `name`, or -1 when there is none.
+  [[nodiscard]] static constexpr int index_of(std::string_view name) noexcept {
+    for (std::size_t i = 0; i < ndim; ++i)
+      if (names[i] == name) return static_cast<int>(i);
+    return -1;
+  }
+  [[nodiscard]] static constexpr bool has_axis(std::string_view name) noexcept {
+    return index_of(name) >= 0;
+  }
+  /// Index of an axis known at compile time; a misspelt name does not compile.
+  template <fixed_string Name>
+  [[nodiscard]] static constexpr std::size_t axis_index() noexcept {
+    static_assert(index_of(Name.view()) >= 0,
+                  "shardwise::Mesh::axis_index: the mesh has no axis of that name; check the "
+                  "spelling against the Mesh's Axis<\"name\", extent> list");
+    return static_cast<std::size_t>(index_of(Name.view()));
+  }
+
+  [[nodiscard]] constexpr int extent(std::size_t axis) const { return extents_.at(axis); }
+  /// Extent by name; throws std::out_of_range for an unknown name.
+  [[nodiscard]] constexpr int extent(std::string_view name) const {
+    const int i = index_of(name);
+    if (i < 0) throw std::out_of_range("shardwise::Mesh::extent: no axis of that name");
+    return extents_[static_cast<std::size_t>(i)];
+  }
+  [[nodiscard]] constexpr const std::array<int, ndim>& extents() const noexcept { return extents_; }
+
+  /// Number of processes in the mesh.
+  [[nodiscard]] constexpr int size() const noexcept {
+    int product = 1;
+    for (int e : extents_) product *= e;
+    return product;
+  }
+
+  /// Coordinate -> flat rank (C order). `mode` says what an out-of-range index does.
+  [[nodiscard]] constexpr int ravel(const coordinate_type& coordinate,
+                                    IndexMode mode = IndexMode::raise) const {
+    int flat = 0;
+    for (std::size_t i = 0; i < ndim; ++i)
+      flat = flat * extents_[i] +
+             detail::apply_index_mode(coordinate[i], extents_[i], mode,
+                                      "shardwise::Mesh::ravel: coordinate out of range");
+    return flat;
+  }
+
+  /// Flat rank -> coordinate (C order). `mode` applies to the flat index.
+  [[nodiscard]] constexpr coordinate_type unravel(long long flat,
+                                                  IndexMode mode = IndexMode::raise) const {
+    int rest = detail::apply_index_mode(flat, size(), mode,
+                                        "shardwise::Mesh::unravel: rank out of range");
+    coordinate_type coordinate{};
+    for (std::size_t i = ndim; i-- > 0;) {
+      coordinate[i] = rest % extents_[i];
+      rest /= extents_[i];
+    }
+    return coordinate;
+  }
+
+  friend constexpr bool operator==(const Mesh& a, const Mesh& b) { return a.extents_ == b.extents_; }
+
+ private:
+  std::array<int, ndim> extents_{};
+};
+
+namespace detail {
+template <typename T>
+inline constexpr bool is_mesh_v = false;
+template <typename... Axes>
+inline constexpr bool is_mesh_v<Mesh<Axes...>> = true;
+}  // namespace detail
+
+/// Satisfied by every Mesh<...> type.
+template <typename T>
+concept MeshType = detail::is_mesh_v<T>;
+
+}  // namespace shardwise
