@@ -1,0 +1,76 @@
+// shardwise/detail/traffic.hpp: bytes and messages a rank sends in a collective.
+//
+// One convention everywhere (cost model, counting wrapper, virtual cluster): a
+// collective is counted as the ring algorithm would run it over the group, in
+// group-rank order, each rank sending to rank + 1. For blocks b_0..b_{P-1}
+// summing to N elements, rank r sends
+//   all-gather:      N - b_{r+1}                 in P-1 messages
+//   reduce-scatter:  N - b_r                     in P-1 messages
+//   all-reduce:      reduce-scatter + all-gather over the P chunks of N (2(P-1) messages)
+//   broadcast:       N, unless r is the last link of the chain root -> root+1 -> ...
+// so the even case gives the textbook (P-1)/P * N and 2(P-1)/P * N. MPI may use
+// other algorithms inside; the count is of the schedule, not of MPI's internals.
+#pragma once
+
+#include <cstdint>
+
+#include "shardwise/detail/partition.hpp"
+
+namespace shardwise {
+
+/// Bytes and messages sent by one rank.
+struct Traffic {
+  std::int64_t bytes = 0;
+  std::int64_t messages = 0;
+
+  constexpr Traffic& operator+=(const Traffic& other) {
+    bytes += other.bytes;
+    messages += other.messages;
+    return *this;
+  }
+  friend constexpr Traffic operator+(Traffic a, const Traffic& b) { return a += b; }
+  friend constexpr bool operator==(const Traffic&, const Traffic&) = default;
+};
+
+namespace detail {
+
+/// Ring all-gather of `total` elements; `next_block` is the block of group rank r + 1.
+[[nodiscard]] constexpr Traffic ring_all_gather_traffic(std::int64_t total, std::int64_t next_block,
+                                                        int group_size, std::int64_t scalar_bytes) {
+  if (group_size <= 1) return {};
+  return {(total - next_block) * scalar_bytes, group_size - 1};
+}
+
+/// Ring reduce-scatter of `total` elements; `own_block` is what this rank keeps.
+[[nodiscard]] constexpr Traffic ring_reduce_scatter_traffic(std::int64_t total, std::int64_t own_block,
+                                                            int group_size, std::int64_t scalar_bytes) {
+  if (group_size <= 1) return {};
+  return {(total - own_block) * scalar_bytes, group_size - 1};
+}
+
+/// Ring all-reduce of n elements: reduce-scatter then all-gather of the P balanced chunks.
+[[nodiscard]] constexpr Traffic ring_all_reduce_traffic(std::int64_t n, int group_size, int group_rank,
+                                                        std::int64_t scalar_bytes) {
+  if (group_size <= 1) return {};
+  const int next = (group_rank + 1) % group_size;
+  return ring_reduce_scatter_traffic(n, block_size(n, group_size, group_rank), group_size,
+                                     scalar_bytes) +
+         ring_all_gather_traffic(n, block_size(n, group_size, next), group_size, scalar_bytes);
+}
+
+/// Chain broadcast root -> root+1 -> ... -> root-1: everyone but the last link sends once.
+[[nodiscard]] constexpr Traffic chain_broadcast_traffic(std::int64_t n, int group_size, int group_rank,
+                                                        int root, std::int64_t scalar_bytes) {
+  if (group_size <= 1) return {};
+  const int last_link = (root + group_size - 1) % group_size;
+  if (group_rank == last_link) return {};
+  return {n * scalar_bytes, 1};
+}
+
+/// One point-to-point message.
+[[nodiscard]] constexpr Traffic message_traffic(std::int64_t n, std::int64_t scalar_bytes) {
+  return {n * scalar_bytes, 1};
+}
+
+}  // namespace detail
+}  // namespace shardwise
