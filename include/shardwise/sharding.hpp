@@ -1,0 +1,234 @@
+// shardwise/sharding.hpp: how a tensor is laid out over a mesh, as a type.
+//
+// Each dimension is Replicated or Split<axes...> (cut into blocks over the named
+// mesh axes, the first named axis major). A trailing Partial<axes...> marks a
+// pending sum: every rank of those axes holds a partial value and the true
+// tensor is their sum. Pure compile-time: no MPI, no Eigen.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include "shardwise/detail/static_vector.hpp"
+#include "shardwise/mesh.hpp"
+
+namespace shardwise {
+
+/// Upper bound on mesh axes a sharding can name (and on mesh ndim for matmul).
+inline constexpr std::size_t max_mesh_axes = 16;
+
+/// A dimension held whole by every rank.
+struct Replicated {
+  static constexpr detail::static_vector<std::string_view, max_mesh_axes> axes{};
+};
+
+/// A dimension cut into blocks over one or more mesh axes, major first:
+/// Split<"x", "y"> gives block x * extent(y) + y to the rank at (x, y).
+template <fixed_string... Names>
+struct Split {
+  static_assert(sizeof...(Names) > 0,
+                "shardwise::Split<> names no axis; write Replicated for a dimension that is not split");
+  static constexpr detail::static_vector<std::string_view, max_mesh_axes> axes{Names.view()...};
+};
+
+/// A pending sum over mesh axes: the tensor is the sum of the copies held along them.
+template <fixed_string... Names>
+struct Partial {
+  static_assert(sizeof...(Names) > 0,
+                "shardwise::Partial<> names no axis; leave it out for a tensor with no pending sum");
+  static constexpr detail::static_vector<std::string_view, max_mesh_axes> axes{Names.view()...};
+};
+
+namespace detail {
+
+using name_list = static_vector<std::string_view, max_mesh_axes>;
+
+template <typename T> inline constexpr bool is_dim_sharding_v = false;
+template <> inline constexpr bool is_dim_sharding_v<Replicated> = true;
+template <fixed_string... N> inline constexpr bool is_dim_sharding_v<Split<N...>> = true;
+
+template <typename T> inline constexpr bool is_partial_v = false;
+template <fixed_string... N> inline constexpr bool is_partial_v<Partial<N...>> = true;
+
+template <typename... P>
+constexpr bool partial_only_last() {
+  constexpr bool flags[] = {is_partial_v<P>..., false};
+  for (std::size_t i = 0; i + 1 < sizeof...(P); ++i)
+    if (flags[i]) return false;
+  return true;
+}
+
+constexpr bool all_distinct(const name_list& names) {
+  for (std::size_t i = 0; i < names.size(); ++i)
+    for (std::size_t j = i + 1; j < names.size(); ++j)
+      if (names[i] == names[j]) return false;
+  return true;
+}
+
+template <typename... P>
+constexpr name_list every_axis_named() {
+  name_list all;
+  ((void)[&] { for (auto name : P::axes) all.push_back(name); }(), ...);
+  return all;
+}
+
+// Type at position I of a pack, without <tuple>.
+template <std::size_t I, typename T, typename... Rest>
+struct pack_element : pack_element<I - 1, Rest...> {};
+template <typename T, typename... Rest>
+struct pack_element<0, T, Rest...> { using type = T; };
+
+}  // namespace detail
+
+/// The sharding of a whole tensor: one Replicated / Split per dimension, then
+/// optionally one Partial. TensorSharding<Split<"x">, Replicated> is a matrix
+/// whose rows are cut over x.
+template <typename... Params>
+struct TensorSharding {
+  static_assert(((detail::is_dim_sharding_v<Params> || detail::is_partial_v<Params>) && ...),
+                "shardwise::TensorSharding: every parameter must be Replicated, Split<\"axis\", ...> "
+                "or Partial<\"axis\", ...>");
+  static_assert(detail::partial_only_last<Params...>(),
+                "shardwise::TensorSharding: at most one Partial<...>, and it must come last, after the "
+                "dimension shardings");
+  static_assert(detail::all_distinct(detail::every_axis_named<Params...>()),
+                "shardwise::TensorSharding: a mesh axis appears twice in one tensor; an axis can split "
+                "at most one dimension, and a Partial axis cannot also split a dimension");
+
+  /// Number of dimensions (the Partial, if any, is not one).
+  static constexpr std::size_t rank = (std::size_t{0} + ... + std::size_t{detail::is_dim_sharding_v<Params>});
+  static constexpr bool is_partial = (detail::is_partial_v<Params> || ...);
+
+  /// The Replicated / Split type of dimension I.
+  template <std::size_t I>
+  using dim = typename detail::pack_element<I, Params...>::type;
+
+  /// Axis names splitting each dimension, major first.
+  static constexpr std::array<detail::name_list, rank> dim_axes = [] {
+    std::array<detail::name_list, rank> result{};
+    std::size_t i = 0;
+    ((void)[&] { if constexpr (detail::is_dim_sharding_v<Params>) result[i++] = Params::axes; }(), ...);
+    return result;
+  }();
+
+  /// Axis names of the pending sum (empty when there is none).
+  static constexpr detail::name_list partial_axes = [] {
+    detail::name_list result{};
+    ((void)[&] { if constexpr (detail::is_partial_v<Params>) result = Params::axes; }(), ...);
+    return result;
+  }();
+
+  /// Readable form, e.g. "[x, (y,z)] + Partial(w)"; "-" marks a replicated dimension.
+  static std::string to_string() {
+    auto axes_text = [](const detail::name_list& axes) {
+      if (axes.empty()) return std::string("-");
+      std::string text = axes.size() > 1 ? "(" : "";
+      for (std::size_t i = 0; i < axes.size(); ++i) text += (i ? "," : "") + std::string(axes[i]);
+      return text + (axes.size() > 1 ? ")" : "");
+    };
+    std::string text = "[";
+    for (std::size_t d = 0; d < rank; ++d) text += (d ? ", " : "") + axes_text(dim_axes[d]);
+    text += "]";
+    if (is_partial) {
+      text += " + Partial(";
+      for (std::size_t i = 0; i < partial_axes.size(); ++i)
+        text += (i ? "," : "") + std::string(partial_axes[i]);
+      text += ")";
+    }
+    return text;
+  }
+};
+
+namespace detail {
+template <typename T> inline constexpr bool is_tensor_sharding_v = false;
+template <typename... P> inline constexpr bool is_tensor_sharding_v<TensorSharding<P...>> = true;
+}  // namespace detail
+
+/// Satisfied by every TensorSharding<...> type.
+template <typename T>
+concept TensorShardingType = detail::is_tensor_sharding_v<T>;
+
+namespace detail {
+template <std::size_t> using replicated_dim = Replicated;
+template <typename Seq> struct replicated_sharding;
+template <std::size_t... I>
+struct replicated_sharding<std::index_sequence<I...>> { using type = TensorSharding<replicated_dim<I>...>; };
+}  // namespace detail
+
+/// A fully replicated tensor of `Rank` dimensions.
+template <std::size_t Rank>
+using replicated_sharding_t = typename detail::replicated_sharding<std::make_index_sequence<Rank>>::type;
+
+namespace detail {
+
+/// Mesh axis indices, major first.
+using axis_list = static_vector<int, max_mesh_axes>;
+
+/// A sharding with its names turned into the mesh's axis indices.
+template <std::size_t Rank>
+struct resolved_sharding {
+  std::array<axis_list, Rank> dims{};
+  axis_list partial{};
+};
+
+template <TensorShardingType Sh>
+constexpr name_list every_axis_named_of() {
+  name_list all;
+  for (const auto& dim : Sh::dim_axes)
+    for (auto name : dim) all.push_back(name);
+  for (auto name : Sh::partial_axes) all.push_back(name);
+  return all;
+}
+
+template <MeshType M>
+constexpr bool all_names_in_mesh(const name_list& names) {
+  for (auto name : names)
+    if (!M::has_axis(name)) return false;
+  return true;
+}
+
+template <MeshType M>
+constexpr axis_list resolve_names(const name_list& names) {
+  axis_list axes;
+  for (auto name : names) axes.push_back(M::index_of(name));
+  return axes;
+}
+
+enum class ShardingError { none, wrong_rank, unknown_axis, mesh_too_large };
+
+template <MeshType M, TensorShardingType Sh, std::size_t Rank>
+constexpr ShardingError sharding_error() {
+  if (M::ndim > max_mesh_axes) return ShardingError::mesh_too_large;
+  if (Sh::rank != Rank) return ShardingError::wrong_rank;
+  if (!all_names_in_mesh<M>(every_axis_named_of<Sh>())) return ShardingError::unknown_axis;
+  return ShardingError::none;
+}
+
+/// Instantiating this checks Sh against the mesh and a tensor rank, one message per problem.
+template <MeshType M, TensorShardingType Sh, std::size_t Rank>
+struct checked_sharding {
+  static constexpr ShardingError error = sharding_error<M, Sh, Rank>();
+  static_assert(error != ShardingError::mesh_too_large,
+                "shardwise: a mesh used for sharding can have at most 16 axes");
+  static_assert(error != ShardingError::wrong_rank,
+                "shardwise: the TensorSharding has the wrong number of dimensions; a matrix needs "
+                "exactly two, TensorSharding<rows, columns> (a Partial<...> does not count)");
+  static_assert(error != ShardingError::unknown_axis,
+                "shardwise: the sharding names an axis that the Mesh does not have; check the spelling "
+                "against the Mesh's Axis<\"name\", extent> list");
+  static constexpr bool value = error == ShardingError::none;
+};
+
+template <MeshType M, TensorShardingType Sh>
+constexpr resolved_sharding<Sh::rank> resolve_sharding() {
+  resolved_sharding<Sh::rank> result;
+  for (std::size_t d = 0; d < Sh::rank; ++d) result.dims[d] = resolve_names<M>(Sh::dim_axes[d]);
+  result.partial = resolve_names<M>(Sh::partial_axes);
+  return result;
+}
+
+}  // namespace detail
+}  // namespace shardwise

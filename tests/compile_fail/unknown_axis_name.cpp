@@ -1,0 +1,9 @@
+// A typo in an axis name: the mesh has x and y, the sharding says "z".
+// expect: the sharding names an axis that the Mesh does not have
+#include "shardwise/policy.hpp"
+namespace sw = shardwise;
+using Grid = sw::Mesh<sw::Axis<"x", 2>, sw::Axis<"y", 4>>;
+using A = sw::TensorSharding<sw::Split<"z">, sw::Replicated>;
+using B = sw::TensorSharding<sw::Replicated, sw::Replicated>;
+using P = sw::matmul_policy_t<Grid, A, B>;
+P* use = nullptr;
