@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs what shardwise needs on Debian 12. Idempotent: installs only what is missing.
+set -euo pipefail
+
+packages=(
+  g++ clang-16 meson ninja-build pkg-config python3 cmake git
+  libeigen3-dev libopenmpi-dev openmpi-bin
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libopenblas-dev libscalapack-openmpi-dev   # BLAS backend, and pdgemm as a benchmark peer
+  gnuplot-nox                                # benchmark plot
+)
+
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+echo "install-deps: installing ${missing[*]}"
+$sudo apt-get update -q
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
