@@ -28,7 +28,13 @@ struct Traffic {
     messages += other.messages;
     return *this;
   }
+  constexpr Traffic& operator-=(const Traffic& other) {
+    bytes -= other.bytes;
+    messages -= other.messages;
+    return *this;
+  }
   friend constexpr Traffic operator+(Traffic a, const Traffic& b) { return a += b; }
+  friend constexpr Traffic operator-(Traffic a, const Traffic& b) { return a -= b; }
   friend constexpr bool operator==(const Traffic&, const Traffic&) = default;
 };
 

@@ -1,0 +1,86 @@
+// shardwise/detail/workspace.hpp: reusable scratch buffers for the kernels.
+//
+// Gathered operands, ring chunks and SUMMA panels live in per-thread buffers that
+// only ever grow, so a kernel called in a loop allocates on its first call and
+// never again. Per thread, because a virtual cluster runs each rank on a thread.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <new>
+#include <vector>
+
+namespace shardwise::detail {
+
+/// Roles of the scratch buffers; one kernel never uses one slot for two things.
+enum class Slot : std::size_t {
+  gathered_a,  ///< A after an AllGather along k
+  gathered_b,  ///< B after an AllGather along k
+  c_ping,      ///< C between steps (two buffers, used in turn)
+  c_pong,
+  pack,        ///< this rank's block in the order a collective needs
+  unpack,      ///< a gathered or scattered block before it is put in another order
+  ring_0,      ///< ring chunks and SUMMA panels
+  ring_1,
+  ring_2,
+  count_
+};
+
+class Workspace {
+ public:
+  /// A buffer of at least `bytes`, 64-byte aligned (a cache line, an AVX-512 vector).
+  void* get(Slot slot, std::size_t bytes) {
+    Buffer& b = buffers_[static_cast<std::size_t>(slot)];
+    if (b.capacity < bytes) {
+      const std::size_t rounded = (bytes + 63) / 64 * 64;
+      void* memory = std::aligned_alloc(64, rounded);
+      if (memory == nullptr) throw std::bad_alloc();
+      b.data.reset(memory);
+      b.capacity = rounded;
+    }
+    return b.data.get();
+  }
+
+  /// Bytes held by all slots (for memory reports).
+  [[nodiscard]] std::size_t bytes_held() const {
+    std::size_t total = 0;
+    for (const Buffer& b : buffers_) total += b.capacity;
+    return total;
+  }
+
+  /// Gives the memory back (the next call allocates again).
+  void release() {
+    for (Buffer& b : buffers_) b = Buffer{};
+  }
+
+  /// Scratch for per-rank counts: grows, never shrinks.
+  std::vector<std::int64_t>& counts() { return counts_; }
+
+  /// This thread's workspace.
+  static Workspace& local() {
+    thread_local Workspace workspace;
+    return workspace;
+  }
+
+ private:
+  struct Free {
+    void operator()(void* p) const { std::free(p); }
+  };
+  struct Buffer {
+    std::unique_ptr<void, Free> data;
+    std::size_t capacity = 0;
+  };
+  std::array<Buffer, static_cast<std::size_t>(Slot::count_)> buffers_{};
+  std::vector<std::int64_t> counts_;
+};
+
+/// Typed view of a scratch slot with room for `count` scalars.
+template <typename Scalar>
+Scalar* scratch(Slot slot, std::int64_t count) {
+  return static_cast<Scalar*>(Workspace::local().get(slot, static_cast<std::size_t>(count) * sizeof(Scalar)));
+}
+
+}  // namespace shardwise::detail

@@ -1,0 +1,81 @@
+// Shared by the matmul tests: run one (mesh, shardings, shape, output, variant) case on
+// one rank and report the error against serial Eigen and the bytes it sent.
+#pragma once
+
+#include <Eigen/Core>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+
+#include "shardwise/shardwise.hpp"
+
+namespace shardwise::testing {
+
+/// The same pseudo-random matrix on every rank (entries in [-1, 1]).
+template <typename Scalar>
+Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic> random_matrix(std::int64_t rows, std::int64_t cols,
+                                                                     std::uint64_t seed) {
+  std::mt19937_64 engine(seed);
+  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+  Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic> m(rows, cols);
+  for (Eigen::Index j = 0; j < m.cols(); ++j)
+    for (Eigen::Index i = 0; i < m.rows(); ++i) m(i, j) = static_cast<Scalar>(uniform(engine));
+  return m;
+}
+
+/// ||got - want||_F / ||want||_F, computed in double (0 when both are empty or zero).
+template <typename A, typename B>
+double relative_error(const A& got, const B& want) {
+  const double scale = want.template cast<double>().norm();
+  const double diff = (got.template cast<double>() - want.template cast<double>()).norm();
+  return scale == 0.0 ? diff : diff / scale;
+}
+
+/// The tolerance the issue sets: fp64 1e-12, fp32 1e-4.
+template <typename Scalar>
+constexpr double tolerance() {
+  return std::is_same_v<Scalar, double> ? 1e-12 : 1e-4;
+}
+
+/// What one rank saw in one case.
+struct CaseResult {
+  double error = 0;             ///< relative error of the gathered C against serial Eigen
+  bool local_shape_ok = false;  ///< this rank's block has the size the output sharding says
+  Traffic measured;             ///< counted by the CountingCommunicator during the matmul
+  Traffic modeled;              ///< the plan's cost model for this rank
+  std::string description;      ///< Plan::describe()
+};
+
+/// Runs C = A * B for the plan given by the template arguments on this rank.
+/// `counters` are those of the CountingCommunicator under `groups` (may be null).
+template <typename Scalar, typename ShA, typename ShB, typename ShC = NaturalOutput,
+          typename Variant = variant::Standard, MeshType M>
+CaseResult run_case(ProcessGroupMesh<M>& groups, MatmulShape shape, std::uint64_t seed,
+                    const CommCounters* counters = nullptr) {
+  using Plan = matmul_plan<M, ShA, ShB, ShC, Variant>;
+  const auto a_global = random_matrix<Scalar>(shape.m, shape.k, seed);
+  const auto b_global = random_matrix<Scalar>(shape.k, shape.n, seed + 1);
+  const auto a = ShardedMatrix<Scalar, M, ShA>::distribute(groups, a_global);
+  const auto b = ShardedMatrix<Scalar, M, ShB>::distribute(groups, b_global);
+
+  CaseResult result;
+  result.description = Plan::describe();
+  const Traffic before = counters ? counters->total() : Traffic{};
+  auto c = matmul<ShC>(a, b, Variant{});
+  result.measured = counters ? counters->total() - before : Traffic{};
+  result.modeled = Plan::traffic(groups.mesh(), groups.coordinate(), shape, sizeof(Scalar));
+
+  using C = decltype(c);
+  static_assert(std::is_same_v<typename C::sharding, typename Plan::output_sharding>);
+  const detail::block_geometry<M> geo{groups.mesh(), groups.coordinate()};
+  constexpr auto out = detail::resolve_sharding<M, typename Plan::output_sharding>();
+  result.local_shape_ok = c.local().rows() == geo.extent(shape.m, out.dims[0]) &&
+                          c.local().cols() == geo.extent(shape.n, out.dims[1]);
+
+  const auto reference = (a_global.template cast<double>() * b_global.template cast<double>()).eval();
+  result.error = relative_error(c.to_global(), reference);
+  return result;
+}
+
+}  // namespace shardwise::testing
