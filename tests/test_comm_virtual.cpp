@@ -303,6 +303,26 @@ TEST(VirtualCluster, MismatchedCollectivesAreCaught) {
   }
 }
 
+TEST(VirtualCluster, AMessageOfTheWrongSizeOrTypeIsAnError) {
+  run_virtual_cluster(2, [](VirtualCommunicator& comm) {
+    if (comm.rank() == 0) {
+      comm.send(std::vector<int>(3), 1, 5);
+      comm.send(std::vector<float>(2), 1, 5);
+      return;
+    }
+    std::vector<int> two(2);
+    try {
+      comm.recv(two, 0, 5);
+      ADD_FAILURE() << "no error";
+    } catch (const sw::CommError& e) {
+      EXPECT_EQ(std::string(e.what()),
+                "shardwise::recv (virtual cluster): rank 1 expected 2 int from rank 0 but received 3 int; a message "
+                "must be received with exactly its size and type");
+    }
+    EXPECT_THROW(comm.recv(two, 0, 5), sw::CommError);  // 2 floats are not 2 ints
+  });
+}
+
 TEST(VirtualCluster, UserTagsNeverMatchCollectiveTraffic) {
   run_virtual_cluster(3, [](VirtualCommunicator& comm) {
     const int right = (comm.rank() + 1) % 3, left = (comm.rank() + 2) % 3;

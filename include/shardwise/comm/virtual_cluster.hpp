@@ -450,19 +450,30 @@ struct VcReceipt {
   std::int64_t count;
   void* out;
 
-  /// Receives, checks type and size, copies into `out`.
-  void complete(const char* function) const {
+  /// Receives the message and checks its type and size.
+  [[nodiscard]] VcMessage take(const char* function) const {
     VcMessage message = state->receive(me, *context, source, tag, space);
     if (message.type != type || message.count != count) [[unlikely]]
-      throw CommError(std::string("shardwise::") + function + " (virtual cluster): world rank " + std::to_string(me) +
-                      " expected " + std::to_string(count) + " " + name_of(type) + " from world rank " +
-                      std::to_string(source) + " but the message holds " + std::to_string(message.count) + " " +
+      throw CommError(std::string("shardwise::") + function + " (virtual cluster): rank " + group_rank(me) +
+                      " expected " + std::to_string(count) + " " + name_of(type) + " from rank " +
+                      group_rank(source) + " but received " + std::to_string(message.count) + " " +
                       name_of(message.type) +
                       (space == VcSpace::user
                            ? "; a message must be received with exactly its size and type"
                            : "; do all ranks call the same collectives, in the same order, with matching sizes?"));
+    return message;
+  }
+  /// take(), then copy into `out`.
+  void complete(const char* function) const {
+    VcMessage message = take(function);
     copy_bytes(out, message.payload.data(), message.payload.size());
     state->recycle(me, std::move(message.payload));
+  }
+
+ private:
+  [[nodiscard]] std::string group_rank(int world_rank) const {
+    const auto& m = context->members;
+    return std::to_string(std::find(m.begin(), m.end(), world_rank) - m.begin());
   }
 };
 
@@ -514,14 +525,8 @@ class VirtualCommunicator : public detail::CollectiveApi<VirtualCommunicator> {
                  std::move(message.payload));
   }
   detail::VcMessage take(Kind kind, Datatype type, std::int64_t count) {
-    detail::VcMessage message = state_->receive(me_, *context_, left(), static_cast<int>(kind), Space::collective);
-    if (message.type != type || message.count != count) [[unlikely]]
-      throw CommError(std::string("shardwise::") + detail::name_of(kind) + " (virtual cluster): rank " +
-                      std::to_string(rank_) + " expected " + std::to_string(count) + " " + detail::name_of(type) +
-                      " from rank " + std::to_string((rank_ + size() - 1) % size()) + " but received " +
-                      std::to_string(message.count) + " " + detail::name_of(message.type) +
-                      "; do all ranks call the same collectives, in the same order, with matching sizes?");
-    return message;
+    return receipt(Space::collective, nullptr, count, type, (rank_ + size() - 1) % size(), static_cast<int>(kind))
+        .take(detail::name_of(kind));
   }
   [[nodiscard]] detail::VcReceipt receipt(Space space, void* out, std::int64_t count, Datatype type, int source,
                                           int tag) const noexcept {
