@@ -152,9 +152,10 @@ template <typename GetEnv>
                                                        bool compare_local = true) {
   std::string problems;
   auto check = [&](const std::optional<int>& said, std::string_view variable, int truth, const char* what) {
-    if (said && *said != truth)
-      problems += (problems.empty() ? "" : "; ") + detail::variable_text(variable, *said) + " but MPI says " + what +
-                  " is " + std::to_string(truth);
+    if (!said || *said == truth) return;
+    if (!problems.empty()) problems += "; ";
+    problems.append(detail::variable_text(variable, *said)).append(" but MPI says ").append(what).append(" is ");
+    problems += std::to_string(truth);
   };
   check(env.rank, env.rank_variable, actual.rank, "the rank in MPI_COMM_WORLD");
   check(env.size, env.size_variable, actual.size, "the size of MPI_COMM_WORLD");

@@ -219,13 +219,10 @@ class ParallelContext {
       auto& axes = axes_[index(binding.mode)];
       for (std::string_view name : binding.axes) {
         const int a = M::index_of(name);
-        if (a < 0) {
-          std::string known;
-          for (std::size_t i = 0; i < M::ndim; ++i) known += (i ? ", " : "") + std::string(M::names[i]);
+        if (a < 0)
           throw std::invalid_argument(std::string("shardwise::ParallelContext: mode ") + to_string(binding.mode) +
                                       " is bound to axis \"" + std::string(name) +
-                                      "\", which the mesh does not have; its axes are " + known);
-        }
+                                      "\", which the mesh does not have; its axes are " + detail::axis_names<M>());
         axes.push_back(M::names[static_cast<std::size_t>(a)]);  // static storage: no dangling views
       }
       (void)groups_.group_size(axes);  // rejects an axis named twice

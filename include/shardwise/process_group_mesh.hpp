@@ -47,6 +47,17 @@ namespace shardwise {
 namespace detail {
 template <typename>
 inline constexpr bool dependent_false = false;
+
+/// "dp, pp, tp" for error messages.
+template <MeshType M>
+std::string axis_names() {
+  std::string text;
+  for (std::size_t i = 0; i < M::ndim; ++i) {
+    if (i != 0) text += ", ";
+    text += M::names[i];
+  }
+  return text;
+}
 }  // namespace detail
 
 /// Runtime process groups over the axes of a Mesh.
@@ -212,8 +223,10 @@ class ProcessGroupMesh {
   static void check_size(int communicator_size, const M& mesh) {
     if (communicator_size == mesh.size()) return;
     std::string shape;
-    for (std::size_t i = 0; i < M::ndim; ++i)
-      shape += (i ? " x " : "") + std::string(M::names[i]) + "=" + std::to_string(mesh.extent(i));
+    for (std::size_t i = 0; i < M::ndim; ++i) {
+      if (i != 0) shape += " x ";
+      shape.append(M::names[i]).append("=").append(std::to_string(mesh.extent(i)));
+    }
     throw std::invalid_argument("shardwise::ProcessGroupMesh: the mesh has " + std::to_string(mesh.size()) +
                                 " ranks (" + shape + ") but the communicator has " +
                                 std::to_string(communicator_size) + "; launch " + std::to_string(mesh.size()) +
@@ -221,7 +234,7 @@ class ProcessGroupMesh {
   }
 
   template <typename C>
-  static AnyCommunicator erase(C&& comm) {
+  static AnyCommunicator to_any(C&& comm) {
     if constexpr (std::same_as<std::remove_cvref_t<C>, AnyCommunicator>)
       return std::move(comm);
     else
@@ -236,12 +249,12 @@ class ProcessGroupMesh {
       if constexpr (std::is_lvalue_reference_v<Comm>) {
         std::vector<int> all(static_cast<std::size_t>(comm.size()));
         std::iota(all.begin(), all.end(), 0);
-        return erase(comm.create_group(all));
+        return to_any(comm.create_group(all));
       } else {
-        return erase(std::move(comm));
+        return to_any(std::move(comm));
       }
     } else if constexpr (AdaptableToCommunicator<C>) {
-      AnyCommunicator adapted = erase(communicator_adapter<C>::adapt(comm));
+      AnyCommunicator adapted = to_any(communicator_adapter<C>::adapt(comm));
       check_size(adapted.size(), mesh);
       return adapted;
     } else {
@@ -264,12 +277,10 @@ class ProcessGroupMesh {
     AxisList axes;
     for (std::string_view name : names) {
       const int a = M::index_of(name);
-      if (a < 0) {
-        std::string known;
-        for (std::size_t i = 0; i < M::ndim; ++i) known += (i ? ", " : "") + std::string(M::names[i]);
+      if (a < 0)
         throw std::invalid_argument(std::string("shardwise::ProcessGroupMesh::") + function +
-                                    ": the mesh has no axis \"" + std::string(name) + "\"; its axes are " + known);
-      }
+                                    ": the mesh has no axis \"" + std::string(name) + "\"; its axes are " +
+                                    detail::axis_names<M>());
       for (int seen : axes)
         if (seen == a)
           throw std::invalid_argument(std::string("shardwise::ProcessGroupMesh::") + function + ": axis \"" +

@@ -359,8 +359,10 @@ class VcState {
 
   static std::string members_of(const VcContext& context) {
     std::string text = "[";
-    for (std::size_t i = 0; i < context.members.size(); ++i)
-      text += (i ? " " : "") + std::to_string(context.members[i]);
+    for (std::size_t i = 0; i < context.members.size(); ++i) {
+      if (i != 0) text += ' ';
+      text += std::to_string(context.members[i]);
+    }
     return text + "]";
   }
 
