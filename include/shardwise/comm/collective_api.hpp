@@ -262,6 +262,8 @@ class CollectiveApi {
   }
 
   /// Sends `data` to group rank `dest`. The receiver must post a recv of exactly this size.
+  /// Like MPI_Send it may block until that receive is posted (the virtual cluster never blocks
+  /// here): exchange with sendrecv or start_sendrecv, not with two sends.
   template <input_buffer Data>
   void send(Data&& data, int dest, int tag) {
     const auto d = input_span(data);

@@ -11,7 +11,8 @@
 // group-rank order (send to rank + 1, receive from rank - 1), in a matching space of their
 // own, sending exactly the messages that detail/traffic.hpp counts, zero-length ones
 // included; so the channel statistics equal the cost model's formulas. The barrier sends
-// nothing.
+// nothing. (Buffered sends are more forgiving than MPI_Send, which may wait for the receiver:
+// code that exchanges data with two plain sends passes here and can hang under MPI.)
 //
 // Failures never hang: the first exception that escapes a rank's function wakes every
 // blocked rank with RemoteRankFailure ("rank 3 failed first: ..."), and run() throws it on
