@@ -1,0 +1,342 @@
+// shardwise/process_group_mesh.hpp: one communicator per subset of mesh axes (ColossalAI's
+// ProcessGroupMesh, seeds 001/002, with the EnvironmentTable's no-duplicates rule of seed 000).
+//
+//   sw::ProcessGroupMesh<sw::Mesh<sw::Axis<"dp", 2>, sw::Axis<"tp", 4>>> groups{MPI_COMM_WORLD};
+//   auto& tp = groups.group_along({"tp"});          // the 4 ranks that share my dp coordinate
+//   auto& all = groups.group_along<"dp", "tp">();    // names checked at compile time
+//
+// Ranks are laid out on the mesh in C order (Mesh::ravel). The members of group_along(axes)
+// are the ranks that share this rank's coordinates on every other axis; their group ranks
+// follow the ravel over the requested axes in the order given (first named = slowest).
+//
+// Groups are cached and de-duplicated by their ordered list of world ranks: asking twice, or
+// for a list that only adds extent-1 axes, returns the same communicator object (and all axes
+// in mesh order return world()). The same set of ranks in another order is another
+// communicator, because the order of its collective blocks differs.
+//
+// Contract (SPMD): every rank makes the same sequence of group requests. Creating a group is
+// collective over its members only, and each request creates at most the one group holding
+// the caller, so creation order never depends on the rank and no rank can wait for a group
+// another member does not ask for. Groups are freed with the ProcessGroupMesh.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <map>
+#include <memory>
+#include <numeric>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "shardwise/comm/any_communicator.hpp"
+#include "shardwise/comm/communicator.hpp"
+#include "shardwise/detail/fixed_string.hpp"
+#include "shardwise/detail/static_vector.hpp"
+#include "shardwise/mesh.hpp"
+
+namespace shardwise {
+
+namespace detail {
+template <typename>
+inline constexpr bool dependent_false = false;
+
+/// "dp, pp, tp" for error messages.
+template <MeshType M>
+std::string axis_names() {
+  std::string text;
+  for (std::size_t i = 0; i < M::ndim; ++i) {
+    if (i != 0) text += ", ";
+    text += M::names[i];
+  }
+  return text;
+}
+}  // namespace detail
+
+/// Runtime process groups over the axes of a Mesh.
+template <MeshType M>
+class ProcessGroupMesh {
+  static_assert(M::ndim <= 15, "shardwise::ProcessGroupMesh supports meshes of at most 15 axes");
+
+ public:
+  using mesh_type = M;
+  using coordinate_type = typename M::coordinate_type;
+
+  /// Over `comm`: a Communicator (an rvalue is taken over; an lvalue is duplicated with
+  /// create_group, which is collective over all its ranks), or a handle with a
+  /// communicator_adapter such as MPI_Comm (include shardwise/comm/mpi.hpp). Throws
+  /// std::invalid_argument on every rank, without communicating, when the mesh size differs
+  /// from the communicator size.
+  template <typename Comm>
+    requires(!std::same_as<std::remove_cvref_t<Comm>, ProcessGroupMesh>)
+  explicit ProcessGroupMesh(Comm&& comm, M mesh = M{}) : mesh_(mesh) {
+    auto world = std::make_unique<Group>(Group{{}, take(std::forward<Comm>(comm), mesh_)});
+    rank_ = world->comm.rank();
+    coordinate_ = mesh_.unravel(rank_);
+    world->ranks.resize(static_cast<std::size_t>(mesh_.size()));
+    std::iota(world->ranks.begin(), world->ranks.end(), 0);
+    by_ranks_.emplace(world->ranks, &world->comm);
+    groups_.push_back(std::move(world));
+  }
+
+  ProcessGroupMesh(ProcessGroupMesh&&) noexcept = default;
+  ProcessGroupMesh& operator=(ProcessGroupMesh&&) noexcept = default;
+
+  [[nodiscard]] const M& mesh() const noexcept { return mesh_; }
+  /// Rank in the whole mesh (the communicator given to the constructor).
+  [[nodiscard]] int rank() const noexcept { return rank_; }
+  [[nodiscard]] int size() const noexcept { return mesh_.size(); }
+  /// This rank's position in the mesh.
+  [[nodiscard]] const coordinate_type& coordinate() const noexcept { return coordinate_; }
+  /// The communicator over the whole mesh.
+  [[nodiscard]] AnyCommunicator& world() noexcept { return groups_.front()->comm; }
+
+  /// The group along `axes` (run-time names) that holds this rank. std::invalid_argument for a
+  /// name the mesh does not have or a name given twice. A repeated request costs a short
+  /// search and no allocation.
+  AnyCommunicator& group_along(std::initializer_list<std::string_view> axes) {
+    return group_along(std::span<const std::string_view>(axes.begin(), axes.size()));
+  }
+  AnyCommunicator& group_along(std::span<const std::string_view> axes) {
+    return group_along_axes(resolve(axes, "group_along"));
+  }
+  /// The group along axes named at compile time: group_along<"dp", "sp">().
+  template <fixed_string... Names>
+  AnyCommunicator& group_along() {
+    static_assert(((M::index_of(Names.view()) >= 0) && ...),
+                  "shardwise::ProcessGroupMesh::group_along<...>: the mesh has no axis of that name; check the "
+                  "spelling against the Mesh's Axis<\"name\", extent> list");
+    static constexpr std::array<int, sizeof...(Names)> indices{M::index_of(Names.view())...};
+    static_assert(distinct(indices), "shardwise::ProcessGroupMesh::group_along<...>: an axis is named twice");
+    static constexpr AxisList axes = [] {
+      AxisList list;
+      for (int a : indices) list.push_back(a);
+      return list;
+    }();
+    return group_along_axes(axes);
+  }
+
+  /// The group along `axis` restricted to the listed indices on it (e.g. the first and the last
+  /// pipeline stage), in the order listed; nullptr when this rank's index on `axis` is not listed
+  /// (non-members neither communicate nor create anything).
+  AnyCommunicator* group_along_indices(std::string_view axis, std::initializer_list<int> indices) {
+    return group_along_indices(axis, std::span<const int>(indices.begin(), indices.size()));
+  }
+  AnyCommunicator* group_along_indices(std::string_view axis, std::span<const int> indices) {
+    const int a = resolve(std::span<const std::string_view>(&axis, 1), "group_along_indices")[0];
+    const int extent = mesh_.extent(static_cast<std::size_t>(a));
+    bool member = false;
+    for (std::size_t i = 0; i < indices.size(); ++i) {
+      if (indices[i] < 0 || indices[i] >= extent)
+        throw std::invalid_argument("shardwise::ProcessGroupMesh::group_along_indices: index " +
+                                    std::to_string(indices[i]) + " is outside axis \"" + std::string(axis) +
+                                    "\" (extent " + std::to_string(extent) + ")");
+      for (std::size_t j = 0; j < i; ++j)
+        if (indices[j] == indices[i])
+          throw std::invalid_argument("shardwise::ProcessGroupMesh::group_along_indices: index " +
+                                      std::to_string(indices[i]) + " is listed twice");
+      member = member || indices[i] == coordinate_[static_cast<std::size_t>(a)];
+    }
+    if (!member) return nullptr;
+    for (const IndexGroup& known : by_indices_)
+      if (known.axis == a && std::ranges::equal(known.indices, indices)) return known.group;
+    std::vector<int> ranks;
+    ranks.reserve(indices.size());
+    coordinate_type c = coordinate_;
+    for (int index : indices) {
+      c[static_cast<std::size_t>(a)] = index;
+      ranks.push_back(mesh_.ravel(c));
+    }
+    AnyCommunicator& group = group_of(std::move(ranks));
+    by_indices_.push_back({a, std::vector<int>(indices.begin(), indices.end()), &group});
+    return &group;
+  }
+
+  /// World ranks of the group along `axes`, in group order, computed without communicating.
+  [[nodiscard]] std::vector<int> ranks_in_group(std::initializer_list<std::string_view> axes) const {
+    return ranks_in_group(std::span<const std::string_view>(axes.begin(), axes.size()));
+  }
+  [[nodiscard]] std::vector<int> ranks_in_group(std::span<const std::string_view> axes) const {
+    return ranks_along(resolve(axes, "ranks_in_group"));
+  }
+
+  /// This rank's rank in the group along `axes` (no communication).
+  [[nodiscard]] int group_rank(std::initializer_list<std::string_view> axes) const {
+    return group_rank(std::span<const std::string_view>(axes.begin(), axes.size()));
+  }
+  [[nodiscard]] int group_rank(std::span<const std::string_view> axes) const {
+    int index = 0;
+    for (int a : resolve(axes, "group_rank"))
+      index = index * mesh_.extent(static_cast<std::size_t>(a)) + coordinate_[static_cast<std::size_t>(a)];
+    return index;
+  }
+  /// Number of ranks in the group along `axes` (no communication).
+  [[nodiscard]] int group_size(std::initializer_list<std::string_view> axes) const {
+    return group_size(std::span<const std::string_view>(axes.begin(), axes.size()));
+  }
+  [[nodiscard]] int group_size(std::span<const std::string_view> axes) const {
+    int count = 1;
+    for (int a : resolve(axes, "group_size")) count *= mesh_.extent(static_cast<std::size_t>(a));
+    return count;
+  }
+  /// World rank of group rank `index` (wrapped around) of the group along `axes`.
+  [[nodiscard]] int group_member(std::span<const std::string_view> axes, long long index) const {
+    const AxisList list = resolve(axes, "group_member");
+    int count = 1;
+    for (int a : list) count *= mesh_.extent(static_cast<std::size_t>(a));
+    return member_of(list, static_cast<int>(((index % count) + count) % count));
+  }
+
+  /// World rank `step` places further along `axis`, wrapping around.
+  [[nodiscard]] int next_rank(std::string_view axis, int step = 1) const {
+    const auto a = static_cast<std::size_t>(resolve(std::span<const std::string_view>(&axis, 1), "next_rank")[0]);
+    coordinate_type c = coordinate_;
+    c[a] = static_cast<int>((static_cast<long long>(c[a]) + step) % mesh_.extent(a));
+    return mesh_.ravel(c, IndexMode::wrap);
+  }
+  /// World rank `step` places back along `axis`, wrapping around.
+  [[nodiscard]] int prev_rank(std::string_view axis, int step = 1) const { return next_rank(axis, -step); }
+
+  /// Number of distinct communicators held (the world included).
+  [[nodiscard]] std::size_t num_groups() const noexcept { return groups_.size(); }
+
+ private:
+  using AxisList = detail::static_vector<int, M::ndim>;
+
+  struct Group {
+    std::vector<int> ranks;  // world ranks in group order
+    AnyCommunicator comm;
+  };
+  struct IndexGroup {
+    int axis;
+    std::vector<int> indices;
+    AnyCommunicator* group;
+  };
+
+  static void check_size(int communicator_size, const M& mesh) {
+    if (communicator_size == mesh.size()) return;
+    std::string shape;
+    for (std::size_t i = 0; i < M::ndim; ++i) {
+      if (i != 0) shape += " x ";
+      shape.append(M::names[i]).append("=").append(std::to_string(mesh.extent(i)));
+    }
+    throw std::invalid_argument("shardwise::ProcessGroupMesh: the mesh has " + std::to_string(mesh.size()) +
+                                " ranks (" + shape + ") but the communicator has " +
+                                std::to_string(communicator_size) + "; launch " + std::to_string(mesh.size()) +
+                                " ranks or use a mesh whose extents multiply to " + std::to_string(communicator_size));
+  }
+
+  template <typename C>
+  static AnyCommunicator to_any(C&& comm) {
+    if constexpr (std::same_as<std::remove_cvref_t<C>, AnyCommunicator>)
+      return std::move(comm);
+    else
+      return AnyCommunicator(std::move(comm));
+  }
+
+  template <typename Comm>
+  static AnyCommunicator take(Comm&& comm, const M& mesh) {
+    using C = std::remove_cvref_t<Comm>;
+    if constexpr (Communicator<C>) {
+      check_size(comm.size(), mesh);
+      if constexpr (std::is_lvalue_reference_v<Comm>) {
+        std::vector<int> all(static_cast<std::size_t>(comm.size()));
+        std::iota(all.begin(), all.end(), 0);
+        return to_any(comm.create_group(all));
+      } else {
+        return to_any(std::move(comm));
+      }
+    } else if constexpr (AdaptableToCommunicator<C>) {
+      AnyCommunicator adapted = to_any(communicator_adapter<C>::adapt(comm));
+      check_size(adapted.size(), mesh);
+      return adapted;
+    } else {
+      static_assert(detail::dependent_false<C>,
+                    "shardwise::ProcessGroupMesh needs a Communicator (MpiCommunicator, VirtualCommunicator, "
+                    "CountingCommunicator<...>, AnyCommunicator) or an MPI_Comm (then include "
+                    "shardwise/comm/mpi.hpp)");
+    }
+  }
+
+  template <typename List>
+  static constexpr bool distinct(const List& axes) {
+    for (std::size_t i = 0; i < axes.size(); ++i)
+      for (std::size_t j = 0; j < i; ++j)
+        if (axes[i] == axes[j]) return false;
+    return true;
+  }
+
+  static AxisList resolve(std::span<const std::string_view> names, const char* function) {
+    AxisList axes;
+    for (std::string_view name : names) {
+      const int a = M::index_of(name);
+      if (a < 0)
+        throw std::invalid_argument(std::string("shardwise::ProcessGroupMesh::") + function +
+                                    ": the mesh has no axis \"" + std::string(name) + "\"; its axes are " +
+                                    detail::axis_names<M>());
+      for (int seen : axes)
+        if (seen == a)
+          throw std::invalid_argument(std::string("shardwise::ProcessGroupMesh::") + function + ": axis \"" +
+                                      std::string(name) + "\" is named twice");
+      axes.push_back(a);
+    }
+    return axes;
+  }
+
+  /// World rank of member `index` of the group along `axes` that holds this rank.
+  [[nodiscard]] int member_of(const AxisList& axes, int index) const {
+    coordinate_type c = coordinate_;
+    for (std::size_t k = axes.size(); k-- > 0;) {
+      const auto a = static_cast<std::size_t>(axes[k]);
+      c[a] = index % mesh_.extent(a);
+      index /= mesh_.extent(a);
+    }
+    return mesh_.ravel(c);
+  }
+
+  [[nodiscard]] std::vector<int> ranks_along(const AxisList& axes) const {
+    int count = 1;
+    for (int a : axes) count *= mesh_.extent(static_cast<std::size_t>(a));
+    std::vector<int> ranks(static_cast<std::size_t>(count));
+    for (int i = 0; i < count; ++i) ranks[static_cast<std::size_t>(i)] = member_of(axes, i);
+    return ranks;
+  }
+
+  AnyCommunicator& group_along_axes(const AxisList& axes) {
+    std::uint64_t key = 0;  // 4 bits per axis, in order; 0 ends the list
+    for (std::size_t i = 0; i < axes.size(); ++i) key |= std::uint64_t(axes[i] + 1) << (4 * i);
+    for (const auto& [known, group] : by_axes_)
+      if (known == key) return *group;
+    AnyCommunicator& group = group_of(ranks_along(axes));
+    by_axes_.emplace_back(key, &group);
+    return group;
+  }
+
+  /// The communicator over exactly these world ranks, in this order: cached, or created now
+  /// (collectively with the other members).
+  AnyCommunicator& group_of(std::vector<int> ranks) {
+    if (auto known = by_ranks_.find(ranks); known != by_ranks_.end()) return *known->second;
+    AnyCommunicator comm = world().create_group(ranks);
+    groups_.push_back(std::make_unique<Group>(Group{std::move(ranks), std::move(comm)}));
+    Group& group = *groups_.back();
+    by_ranks_.emplace(group.ranks, &group.comm);
+    return group.comm;
+  }
+
+  M mesh_;
+  int rank_ = 0;
+  coordinate_type coordinate_{};
+  std::vector<std::unique_ptr<Group>> groups_;  // [0] is the world; addresses stay put on move
+  std::map<std::vector<int>, AnyCommunicator*> by_ranks_;
+  std::vector<std::pair<std::uint64_t, AnyCommunicator*>> by_axes_;
+  std::vector<IndexGroup> by_indices_;
+};
+
+}  // namespace shardwise

@@ -1,0 +1,12 @@
+// A misspelt axis name in group_along<...>() does not compile.
+// expect: the mesh has no axis of that name
+#include "shardwise/comm/virtual_cluster.hpp"
+#include "shardwise/process_group_mesh.hpp"
+
+namespace sw = shardwise;
+using Grid = sw::Mesh<sw::Axis<"dp", 2>, sw::Axis<"tp", 2>>;
+
+void f(sw::VirtualCommunicator& comm) {
+  sw::ProcessGroupMesh<Grid> groups(comm);
+  (void)groups.group_along<"dp", "pt">();
+}
