@@ -41,6 +41,7 @@ constexpr double tolerance() {
 /// What one rank saw in one case.
 struct CaseResult {
   double error = 0;             ///< relative error of the gathered C against serial Eigen
+  double tolerance = 0;         ///< what the error may be for this scalar type
   bool local_shape_ok = false;  ///< this rank's block has the size the output sharding says
   Traffic measured;             ///< counted by the CountingCommunicator during the matmul
   Traffic modeled;              ///< the plan's cost model for this rank
@@ -61,6 +62,7 @@ CaseResult run_case(ProcessGroupMesh<M>& groups, MatmulShape shape, std::uint64_
 
   CaseResult result;
   result.description = Plan::describe();
+  result.tolerance = tolerance<Scalar>();
   const Traffic before = counters ? counters->total() : Traffic{};
   auto c = matmul<ShC>(a, b, Variant{});
   result.measured = counters ? counters->total() - before : Traffic{};

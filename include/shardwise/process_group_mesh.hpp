@@ -123,6 +123,15 @@ class ProcessGroupMesh {
     return group_along_axes(axes);
   }
 
+  /// The group along the axes with these indices in the mesh (first = major), for code that
+  /// computes its axes, such as the matmul kernels. Indices must be valid and distinct.
+  template <typename IndexList>
+  AnyCommunicator& group_along_axis_indices(const IndexList& axes) {
+    AxisList list;
+    for (int a : axes) list.push_back(a);
+    return group_along_axes(list);
+  }
+
   /// The group along `axis` restricted to the listed indices on it (e.g. the first and the last
   /// pipeline stage), in the order listed; nullptr when this rank's index on `axis` is not listed
   /// (non-members neither communicate nor create anything).

@@ -47,7 +47,7 @@ using dense_matrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Order
 /// the world, and every rank throws the same error when they differ.
 inline void check_same_on_all_ranks(AnyCommunicator& world, std::initializer_list<std::int64_t> values,
                                     const char* what) {
-  std::int64_t both[16];
+  std::int64_t both[16]{};
   std::size_t n = 0;
   for (std::int64_t v : values) both[n++] = v;
   for (std::size_t i = 0; i < n; ++i) both[n + i] = -both[i];

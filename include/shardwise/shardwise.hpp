@@ -1,11 +1,24 @@
 // shardwise/shardwise.hpp: the whole library in one include.
 //
 // Layers, bottom up (each header can also be included on its own):
-//   mesh, sharding, policy   pure compile-time: the mesh, shardings, policy choice and cost model
-//   nn/pipeline_schedule     constexpr GPipe / 1F1B tables
+//   mesh, sharding, policy     pure compile-time: mesh, shardings, policy choice, schedules, cost model
+//   comm/                      Communicator concept; MPI, virtual-cluster and counting backends
+//   process_group_mesh         one communicator per subset of mesh axes
+//   parallel_context           parallel modes (data, tensor, pipeline, ...) over the mesh; launchers
+//   sharded_matrix             a matrix distributed over the mesh; reshard and reduce
+//   matmul                     C = A * B, one compiled schedule per policy
+//   nn/pipeline_schedule       constexpr GPipe / 1F1B tables
 #pragma once
 
 #include "shardwise/mesh.hpp"
 #include "shardwise/sharding.hpp"
 #include "shardwise/policy.hpp"
+#include "shardwise/comm/any_communicator.hpp"
+#include "shardwise/comm/counting.hpp"
+#include "shardwise/comm/mpi.hpp"
+#include "shardwise/comm/virtual_cluster.hpp"
+#include "shardwise/process_group_mesh.hpp"
+#include "shardwise/parallel_context.hpp"
+#include "shardwise/sharded_matrix.hpp"
+#include "shardwise/matmul.hpp"
 #include "shardwise/nn/pipeline_schedule.hpp"

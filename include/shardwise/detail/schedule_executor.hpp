@@ -21,6 +21,7 @@
 #include <utility>
 
 #include "shardwise/comm/any_communicator.hpp"
+#include "shardwise/detail/gemm.hpp"
 #include "shardwise/detail/workspace.hpp"
 #include "shardwise/policy.hpp"
 #include "shardwise/process_group_mesh.hpp"
@@ -105,14 +106,6 @@ void copy_block(const Scalar* from, Scalar* to, std::int64_t rows, std::int64_t 
   matrix_map<Scalar, To>(to, rows, cols) = const_matrix_map<Scalar, From>(from, rows, cols);
 }
 
-/// C = A * B (or C += A * B) on blocks in the given storage orders.
-template <typename Scalar, int OA, int OB, int OC, typename AExpr, typename BExpr>
-void gemm_into(Scalar* c, std::int64_t m, std::int64_t n, const AExpr& a, const BExpr& b, bool accumulate) {
-  matrix_map<Scalar, OC> cm(c, m, n);
-  if (accumulate) cm.noalias() += a * b;
-  else cm.noalias() = a * b;
-}
-
 /// Element counts of each group rank's block when a dimension of `global` items,
 /// split over `kept ++ group`, is gathered over `group` (times the other extent).
 template <MeshType M>
@@ -184,7 +177,7 @@ class schedule_executor {
   }
 
  private:
-  static AnyCommunicator& group(state& st, const axis_list& axes) { return st.groups.communicator_for(axes); }
+  static AnyCommunicator& group(state& st, const axis_list& axes) { return st.groups.group_along_axis_indices(axes); }
 
   template <std::size_t I>
   static void run_step(state& st) {
@@ -245,9 +238,9 @@ class schedule_executor {
     const std::int64_t m = st.rows(Operand::A, st.axes.a), k = st.cols(Operand::A, st.axes.a);
     const std::int64_t n = st.cols(Operand::B, st.axes.b);
     Scalar* target = st.c_target(orders.writes_output[I], m * n);
-    gemm_into<Scalar, orders.a[I], orders.b[I], orders.c[I + 1]>(
-        target, m, n, const_matrix_map<Scalar, orders.a[I]>(st.a, m, k),
-        const_matrix_map<Scalar, orders.b[I]>(st.b, k, n), false);
+    gemm<Scalar, orders.a[I], orders.b[I], orders.c[I + 1]>(
+        target, block_ref<Scalar, orders.a[I]>::whole(st.a, m, k), block_ref<Scalar, orders.b[I]>::whole(st.b, k, n),
+        false);
     st.set_c(target);
   }
 
@@ -363,11 +356,11 @@ class schedule_executor {
       const std::int64_t width = st.geo.gathered_block(k_global, kept, s.axes, g);
       const std::int64_t offset = block_offset(st, k_global, kept, s.axes, g);
       if constexpr (gather_a) {
-        gemm_into<Scalar, ox, ob, oc>(target, m, n, const_matrix_map<Scalar, ox>(x, m, width),
-                                      const_matrix_map<Scalar, ob>(st.b, k, n).middleRows(offset, width), accumulate);
+        gemm<Scalar, ox, ob, oc>(target, block_ref<Scalar, ox>::whole(x, m, width),
+                                 block_ref<Scalar, ob>::whole(st.b, k, n).middle_rows(offset, width), accumulate);
       } else {
-        gemm_into<Scalar, oa, ox, oc>(target, m, n, const_matrix_map<Scalar, oa>(st.a, m, k).middleCols(offset, width),
-                                      const_matrix_map<Scalar, ox>(x, width, n), accumulate);
+        gemm<Scalar, oa, ox, oc>(target, block_ref<Scalar, oa>::whole(st.a, m, k).middle_cols(offset, width),
+                                 block_ref<Scalar, ox>::whole(x, width, n), accumulate);
       }
     };
     const int next = (rank + 1) % size, prev = (rank + size - 1) % size;
@@ -408,10 +401,10 @@ class schedule_executor {
     // This rank's share of chunk g of C: a slice of A's rows or of B's columns.
     auto contribute = [&](int g, Scalar* into) {
       const std::int64_t offset = block_offset(st, global, kept, s.axes, g), width = extent(g);
-      const_matrix_map<Scalar, oa> a(st.a, m, k);
-      const_matrix_map<Scalar, ob> b(st.b, k, n);
-      if constexpr (s.dim == 0) gemm_into<Scalar, oa, ob, oc>(into, width, n, a.middleRows(offset, width), b, false);
-      else gemm_into<Scalar, oa, ob, oc>(into, m, width, a, b.middleCols(offset, width), false);
+      const auto a = block_ref<Scalar, oa>::whole(st.a, m, k);
+      const auto b = block_ref<Scalar, ob>::whole(st.b, k, n);
+      if constexpr (s.dim == 0) gemm<Scalar, oa, ob, oc>(into, a.middle_rows(offset, width), b, false);
+      else gemm<Scalar, oa, ob, oc>(into, a, b.middle_cols(offset, width), false);
     };
     std::int64_t widest = 0;
     for (int g = 0; g < size; ++g) widest = std::max(widest, extent(g));
@@ -460,19 +453,19 @@ class schedule_executor {
     Scalar* a_panel = scratch<Scalar>(Slot::ring_0, m * width_limit);
     Scalar* b_panel = scratch<Scalar>(Slot::ring_1, width_limit * n);
     Scalar* target = st.c_target(orders.writes_output[I], m * n);
-    const_matrix_map<Scalar, oa> a(st.a, m, ka);
-    const_matrix_map<Scalar, ob> b(st.b, kb, n);
+    const auto a = block_ref<Scalar, oa>::whole(st.a, m, ka);
+    const auto b = block_ref<Scalar, ob>::whole(st.b, kb, n);
     bool accumulate = false;
     for_each_summa_panel(st.shape.k, row_group.size(), col_group.size(), width_limit, [&](const summa_panel& p) {
       if (a_rank == p.a_root)
-        matrix_map<Scalar, Eigen::ColMajor>(a_panel, m, p.width) = a.middleCols(p.begin - a_offset, p.width);
+        matrix_map<Scalar, Eigen::ColMajor>(a_panel, m, p.width) = a.middle_cols(p.begin - a_offset, p.width).map();
       row_group.broadcast(std::span<Scalar>(a_panel, static_cast<std::size_t>(m * p.width)), p.a_root);
       if (b_rank == p.b_root)
-        matrix_map<Scalar, Eigen::RowMajor>(b_panel, p.width, n) = b.middleRows(p.begin - b_offset, p.width);
+        matrix_map<Scalar, Eigen::RowMajor>(b_panel, p.width, n) = b.middle_rows(p.begin - b_offset, p.width).map();
       col_group.broadcast(std::span<Scalar>(b_panel, static_cast<std::size_t>(p.width * n)), p.b_root);
-      gemm_into<Scalar, Eigen::ColMajor, Eigen::RowMajor, oc>(
-          target, m, n, const_matrix_map<Scalar, Eigen::ColMajor>(a_panel, m, p.width),
-          const_matrix_map<Scalar, Eigen::RowMajor>(b_panel, p.width, n), accumulate);
+      gemm<Scalar, Eigen::ColMajor, Eigen::RowMajor, oc>(
+          target, block_ref<Scalar, Eigen::ColMajor>::whole(a_panel, m, p.width),
+          block_ref<Scalar, Eigen::RowMajor>::whole(b_panel, p.width, n), accumulate);
       accumulate = true;
     });
     if (!accumulate) matrix_map<Scalar, oc>(target, m, n).setZero();  // k == 0

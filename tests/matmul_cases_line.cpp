@@ -1,0 +1,15 @@
+#include "matmul_cases.hpp"
+
+namespace shardwise::testing {
+
+template <typename Scalar>
+static std::vector<PlanCase<Line>> line_cases() {
+  std::vector<PlanCase<Line>> cases;
+  for_pairs<Line, Scalar, TS<R, R>, TS<S<"x">, R>, TS<R, S<"x">>>::template add<TS<R, R>, TS<S<"x">, R>, TS<R, S<"x">>>(cases);
+  return cases;
+}
+
+std::vector<PlanCase<Line>> line_cases_fp64() { return line_cases<double>(); }
+std::vector<PlanCase<Line>> line_cases_fp32() { return line_cases<float>(); }
+
+}  // namespace shardwise::testing
