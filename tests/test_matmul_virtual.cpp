@@ -127,3 +127,159 @@ TEST(MatmulVirtual, RandomizedDifferential) {
     if (::testing::Test::HasFailure()) break;  // the first failure is the useful one
   }
 }
+
+// ---- the cluster's own channels: real messages, counted where they are delivered ---------
+
+namespace {
+
+/// Measures, on the cluster's channels, what every rank sends during one (warm) matmul.
+template <typename ShA, typename ShB, typename ShC = sw::NaturalOutput, typename V = sw::variant::Standard, typename M>
+void expect_channels_match_model(const M& mesh, sw::MatmulShape shape) {
+  using Plan = sw::matmul_plan<M, ShA, ShB, ShC, V>;
+  SCOPED_TRACE(Plan::describe() + " on " + std::to_string(mesh.size()) + " ranks");
+  NoShapeChecks quiet;
+  sw::VirtualCluster cluster(mesh.size());
+  std::vector<sw::Traffic> sent(static_cast<std::size_t>(mesh.size()));
+  cluster.run([&](sw::VirtualCommunicator& comm) {
+    sw::ProcessGroupMesh<M> groups(std::move(comm), mesh);
+    const auto a = sw::ShardedMatrix<double, M, ShA>::distribute(groups, random_matrix<double>(shape.m, shape.k, 1));
+    const auto b = sw::ShardedMatrix<double, M, ShB>::distribute(groups, random_matrix<double>(shape.k, shape.n, 2));
+    (void)sw::matmul<ShC>(a, b, V{});  // creates the groups the schedule needs
+    groups.world().barrier();          // barriers send no messages
+    if (groups.rank() == 0) cluster.reset_stats();
+    groups.world().barrier();
+    (void)sw::matmul<ShC>(a, b, V{});
+    groups.world().barrier();
+    if (groups.rank() == 0)
+      for (int r = 0; r < mesh.size(); ++r) sent[static_cast<std::size_t>(r)] = cluster.sent_by(r);
+    groups.world().barrier();
+  });
+  for (int r = 0; r < mesh.size(); ++r) {
+    const sw::Traffic modeled = Plan::traffic(mesh, mesh.unravel(r), shape, sizeof(double));
+    EXPECT_EQ(sent[static_cast<std::size_t>(r)], modeled)
+        << "rank " << r << ": channels saw " << sent[static_cast<std::size_t>(r)].bytes << " B / "
+        << sent[static_cast<std::size_t>(r)].messages << " messages, modeled " << modeled.bytes << " B / "
+        << modeled.messages;
+  }
+}
+
+}  // namespace
+
+TEST(MatmulVirtual, ChannelCountsEqualTheModel) {
+  const Grid grid{2, 4};
+  for (sw::MatmulShape shape : {even, uneven}) {
+    // The seed's cases.
+    expect_channels_match_model<TS<R, S<"y">>, TS<S<"y">, R>, Rep>(grid, shape);
+    expect_channels_match_model<TS<R, S<"x", "y">>, TS<S<"x", "y">, R>, Rep>(grid, shape);
+    expect_channels_match_model<TS<R, S<"y">>, TS<S<"x">, R>, Rep>(grid, shape);
+    expect_channels_match_model<TS<S<"x">, S<"y">>, TS<S<"x">, R>, Rep>(grid, shape);
+    expect_channels_match_model<TS<S<"x">, S<"y">>, TS<S<"x">, S<"y">>, Rep>(grid, shape);
+    // Natural outputs, a ReduceScatter, the ring variants and SUMMA.
+    expect_channels_match_model<TS<S<"x">, S<"y">>, TS<S<"x">, S<"y">>>(grid, shape);
+    expect_channels_match_model<TS<R, S<"y">>, TS<S<"y">, R>, TS<S<"y">, R>>(grid, shape);
+    expect_channels_match_model<TS<R, S<"y">>, TS<S<"y">, R>, TS<S<"y">, R>, sw::variant::Ring>(grid, shape);
+    expect_channels_match_model<TS<S<"x">, R>, TS<S<"y">, R>, sw::NaturalOutput, sw::variant::Ring>(grid, shape);
+    expect_channels_match_model<TS<S<"x">, S<"y">>, TS<S<"x">, S<"y">>, sw::NaturalOutput, sw::variant::Summa<5>>(grid, shape);
+  }
+}
+
+// ---- Partial outputs, reduce, reshard -----------------------------------------------------
+
+TEST(MatmulVirtual, PartialOutputThenReduceEqualsTheReducedProduct) {
+  const Grid mesh{2, 3};
+  sw::run_virtual_cluster(mesh.size(), [&](sw::VirtualCommunicator& comm) {
+    sw::ProcessGroupMesh<Grid> groups(std::move(comm), mesh);
+    const auto a_global = random_matrix<double>(11, 13, 5), b_global = random_matrix<double>(13, 7, 6);
+    const auto a = sw::ShardedMatrix<double, Grid, TS<S<"x">, S<"y">>>::distribute(groups, a_global);
+    const auto b = sw::ShardedMatrix<double, Grid, TS<S<"y">, R>>::distribute(groups, b_global);
+    auto pending = sw::matmul<TS<S<"x">, R, P<"y">>>(a, b);  // no communication at all
+    static_assert(decltype(pending)::sharding::is_partial);
+    const auto reduced = sw::reduce(pending);                       // AllReduce over y
+    const auto scattered = sw::reduce<TS<S<"x">, S<"y">>>(pending);  // ReduceScatter over y
+    static_assert(std::is_same_v<decltype(reduced)::sharding, TS<S<"x">, R>>);
+    const Eigen::MatrixXd want = a_global * b_global;
+    if (relative_error(reduced.to_global(), want) > 1e-12) throw std::runtime_error("reduce() is wrong");
+    if (relative_error(scattered.to_global(), want) > 1e-12) throw std::runtime_error("reduce<Split>() is wrong");
+    if (relative_error(pending.to_global(), want) > 1e-12) throw std::runtime_error("to_global() of a Partial is wrong");
+    // Gathering minor axes only: (x,y) rows back to x rows.
+    const auto fine = sw::ShardedMatrix<double, Grid, TS<S<"x", "y">, R>>::distribute(groups, want);
+    const auto coarse = sw::reshard<TS<S<"x">, R>>(fine);
+    if (coarse.to_global() != want) throw std::runtime_error("reshard() is wrong");  // data movement only: exact
+  });
+}
+
+// ---- bad input: a clear exception on every rank, never a hang --------------------------------
+
+namespace {
+
+/// Runs f on every rank of a cluster and expects each rank to throw E.
+template <typename E, typename F>
+void expect_every_rank_throws(int ranks, F f) {
+  std::vector<int> threw(static_cast<std::size_t>(ranks), 0);
+  sw::run_virtual_cluster(ranks, [&](sw::VirtualCommunicator& comm) {
+    const int rank = comm.rank();
+    try {
+      f(comm);
+    } catch (const E&) {
+      threw[static_cast<std::size_t>(rank)] = 1;
+    }
+  });
+  for (int r = 0; r < ranks; ++r) EXPECT_TRUE(threw[static_cast<std::size_t>(r)]) << "rank " << r << " did not throw";
+}
+
+}  // namespace
+
+TEST(MatmulVirtual, InnerDimensionsThatDisagree) {
+  expect_every_rank_throws<std::invalid_argument>(4, [](sw::VirtualCommunicator& comm) {
+    sw::ProcessGroupMesh<Line> groups(std::move(comm), Line{4});
+    const auto a = sw::ShardedMatrix<double, Line, TS<S<"x">, R>>::distribute(groups, random_matrix<double>(8, 5, 1));
+    const auto b = sw::ShardedMatrix<double, Line, TS<R, R>>::distribute(groups, random_matrix<double>(6, 3, 2));
+    (void)sw::matmul(a, b);
+  });
+}
+
+TEST(MatmulVirtual, ShapesThatDifferAcrossRanks) {
+  // distribute() refuses ...
+  expect_every_rank_throws<std::invalid_argument>(3, [](sw::VirtualCommunicator& comm) {
+    sw::ProcessGroupMesh<Line> groups(std::move(comm), Line{3});
+    (void)sw::ShardedMatrix<double, Line, TS<S<"x">, R>>::distribute(
+        groups, random_matrix<double>(6 + groups.rank(), 5, 1));
+  });
+  // ... and matmul checks again, for matrices that slipped through with the check off.
+  expect_every_rank_throws<std::invalid_argument>(3, [](sw::VirtualCommunicator& comm) {
+    sw::ProcessGroupMesh<Line> groups(std::move(comm), Line{3});
+    std::optional<sw::ShardedMatrix<double, Line, TS<R, R>>> a;
+    sw::cross_rank_shape_checks() = false;
+    groups.world().barrier();
+    a.emplace(sw::ShardedMatrix<double, Line, TS<R, R>>::distribute(groups, random_matrix<double>(4, 4 + groups.rank(), 1)));
+    groups.world().barrier();
+    sw::cross_rank_shape_checks() = true;
+    const auto b = sw::ShardedMatrix<double, Line, TS<R, R>>::distribute(groups, random_matrix<double>(4, 4, 2));
+    (void)sw::matmul(*a, b);
+  });
+}
+
+TEST(MatmulVirtual, OperandsOnDifferentGroupMeshes) {
+  expect_every_rank_throws<std::invalid_argument>(2, [](sw::VirtualCommunicator& comm) {
+    sw::ProcessGroupMesh<Line> first(comm, Line{2});  // from an lvalue: a duplicate
+    sw::ProcessGroupMesh<Line> second(std::move(comm), Line{2});
+    const auto a = sw::ShardedMatrix<double, Line, TS<S<"x">, R>>::distribute(first, random_matrix<double>(4, 3, 1));
+    const auto b = sw::ShardedMatrix<double, Line, TS<R, R>>::distribute(second, random_matrix<double>(3, 2, 2));
+    (void)sw::matmul(a, b);
+  });
+}
+
+TEST(MatmulVirtual, ARankThatThrowsMidScheduleStopsTheOthers) {
+  // Rank 1 fails before its collectives; the others must not wait for it forever.
+  EXPECT_THROW(sw::run_virtual_cluster(4,
+                                       [](sw::VirtualCommunicator& comm) {
+                                         sw::ProcessGroupMesh<Line> groups(std::move(comm), Line{4});
+                                         const auto a = sw::ShardedMatrix<double, Line, TS<R, S<"x">>>::distribute(
+                                             groups, random_matrix<double>(6, 8, 1));
+                                         const auto b = sw::ShardedMatrix<double, Line, TS<S<"x">, R>>::distribute(
+                                             groups, random_matrix<double>(8, 6, 2));
+                                         if (groups.rank() == 1) throw std::runtime_error("rank 1 gives up");
+                                         (void)sw::matmul(a, b);
+                                       }),
+               sw::RemoteRankFailure);
+}

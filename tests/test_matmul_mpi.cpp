@@ -1,0 +1,153 @@
+// matmul under mpiexec (run with 2, 4 and 8 ranks): every pooled case against serial
+// Eigen, every rank's traffic (CountingCommunicator over MPI) against the cost model, a
+// randomized sample, and bad input. Verdicts are all-reduced so every rank asserts the same.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <random>
+
+#include "matmul_cases.hpp"
+
+namespace sw = shardwise;
+using namespace sw::testing;
+
+namespace {
+
+int world_size() {
+  int size = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  return size;
+}
+
+struct NoShapeChecks {
+  NoShapeChecks() { sw::cross_rank_shape_checks() = false; }
+  ~NoShapeChecks() { sw::cross_rank_shape_checks() = true; }
+  NoShapeChecks(const NoShapeChecks&) = delete;
+  NoShapeChecks& operator=(const NoShapeChecks&) = delete;
+};
+
+/// A group mesh over MPI_COMM_WORLD that counts what it sends.
+template <typename M>
+struct CountedGroups {
+  std::shared_ptr<sw::CommCounters> counters = std::make_shared<sw::CommCounters>();
+  sw::ProcessGroupMesh<M> groups;
+  explicit CountedGroups(const M& mesh)
+      : groups(sw::CountingCommunicator<sw::MpiCommunicator>(sw::MpiCommunicator(MPI_COMM_WORLD), counters), mesh) {}
+};
+
+/// Runs one case on every rank; the worst error and whether every rank's traffic matched.
+template <typename M>
+void expect_case(CountedGroups<M>& g, const PlanCase<M>& c, sw::MatmulShape shape, std::uint64_t seed) {
+  NoShapeChecks quiet;
+  const CaseResult r = c.run(g.groups, shape, seed, g.counters.get());
+  double worst_error = r.error;
+  int all_ok[2] = {r.local_shape_ok ? 1 : 0, r.measured == r.modeled ? 1 : 0};
+  MPI_Allreduce(MPI_IN_PLACE, &worst_error, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Allreduce(MPI_IN_PLACE, all_ok, 2, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+  SCOPED_TRACE(c.name + " on " + std::to_string(world_size()) + " ranks, m=" + std::to_string(shape.m) +
+               " k=" + std::to_string(shape.k) + " n=" + std::to_string(shape.n) + ", seed " + std::to_string(seed));
+  EXPECT_LE(worst_error, r.tolerance);
+  EXPECT_TRUE(all_ok[0]) << "a rank's block has the wrong size";
+  EXPECT_TRUE(all_ok[1]) << "a rank's traffic differs from the model; this rank measured " << r.measured.bytes
+                         << " B / " << r.measured.messages << " messages, modeled " << r.modeled.bytes << " B / "
+                         << r.modeled.messages;
+}
+
+template <typename M>
+void run_all(const std::vector<PlanCase<M>>& cases, const M& mesh, std::initializer_list<sw::MatmulShape> shapes) {
+  CountedGroups<M> g(mesh);
+  std::uint64_t seed = 7;
+  for (const auto& c : cases)
+    for (const auto& shape : shapes) expect_case(g, c, shape, seed++);
+}
+
+constexpr sw::MatmulShape even{16, 24, 32};
+constexpr sw::MatmulShape uneven{13, 19, 11};
+
+}  // namespace
+
+TEST(MatmulMpi, Line) {
+  run_all(line_cases_fp64(), Line{world_size()}, {even, uneven});
+  run_all(line_cases_fp32(), Line{world_size()}, {uneven});
+}
+
+TEST(MatmulMpi, GridSeedCasesAndFamilies) {
+  const int p = world_size();
+  run_all(grid_cases_fp64(), Grid{2, p / 2}, {even, uneven});
+  run_all(grid_cases_fp32(), Grid{2, p / 2}, {even, uneven});
+  if (p > 2) run_all(grid_cases_fp64(), Grid{p / 2, 2}, {uneven});
+}
+
+TEST(MatmulMpi, Cube) {
+  const int p = world_size();
+  run_all(cube_cases_fp64(), p == 8 ? Cube{2, 2, 2} : Cube{1, 2, p / 2}, {even, uneven});
+}
+
+TEST(MatmulMpi, RandomizedSample) {
+  std::mt19937_64 draw(424242);  // the same draws on every rank
+  const auto line = line_cases_fp64();
+  const auto grid = grid_cases_fp64();
+  const int p = world_size();
+  CountedGroups<Line> on_line(Line{p});
+  CountedGroups<Grid> on_grid(Grid{2, p / 2});
+  auto extent = [&] { return static_cast<std::int64_t>(std::uniform_int_distribution<int>(0, 17)(draw)); };
+  for (int i = 0; i < 60; ++i) {
+    const sw::MatmulShape shape{extent(), extent(), extent() + 1};
+    const std::uint64_t seed = draw();
+    if (i % 3 == 0) expect_case(on_line, line[draw() % line.size()], shape, seed);
+    else expect_case(on_grid, grid[draw() % grid.size()], shape, seed);
+    if (::testing::Test::HasFailure()) break;
+  }
+}
+
+// ---- bad input: a clear exception on every rank, never a hang --------------------------
+
+TEST(MatmulMpi, InnerDimensionsThatDisagreeThrowOnEveryRank) {
+  sw::ProcessGroupMesh<Line> groups(MPI_COMM_WORLD, Line{world_size()});
+  const auto a = sw::ShardedMatrix<double, Line, TS<S<"x">, R>>::distribute(groups, random_matrix<double>(8, 5, 1));
+  const auto b = sw::ShardedMatrix<double, Line, TS<S<"x">, R>>::distribute(groups, random_matrix<double>(6, 3, 2));
+  EXPECT_THROW((void)sw::matmul(a, b), std::invalid_argument);
+}
+
+TEST(MatmulMpi, ShapesThatDifferAcrossRanksThrowOnEveryRank) {
+  sw::ProcessGroupMesh<Line> groups(MPI_COMM_WORLD, Line{world_size()});
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  // distribute() itself refuses ...
+  EXPECT_THROW((void)(sw::ShardedMatrix<double, Line, TS<R, R>>::distribute(groups, random_matrix<double>(4 + rank, 4, 1))),
+               std::invalid_argument);
+  // ... and so does matmul, for matrices built with the check off.
+  std::optional<sw::ShardedMatrix<double, Line, TS<R, R>>> a;
+  {
+    NoShapeChecks quiet;
+    a.emplace(sw::ShardedMatrix<double, Line, TS<R, R>>::distribute(groups, random_matrix<double>(4, 4 + rank, 1)));
+  }
+  const auto b = sw::ShardedMatrix<double, Line, TS<R, R>>::distribute(groups, random_matrix<double>(4, 4, 2));
+  EXPECT_THROW((void)sw::matmul(*a, b), std::invalid_argument);
+}
+
+TEST(MatmulMpi, OperandsOnDifferentGroupMeshesThrowOnEveryRank) {
+  sw::ProcessGroupMesh<Line> first(MPI_COMM_WORLD, Line{world_size()});
+  sw::ProcessGroupMesh<Line> second(MPI_COMM_WORLD, Line{world_size()});
+  const auto a = sw::ShardedMatrix<double, Line, TS<S<"x">, R>>::distribute(first, random_matrix<double>(8, 5, 1));
+  const auto b = sw::ShardedMatrix<double, Line, TS<R, R>>::distribute(second, random_matrix<double>(5, 3, 2));
+  EXPECT_THROW((void)sw::matmul(a, b), std::invalid_argument);
+}
+
+TEST(MatmulMpi, ScatterFromRootAndMatmulInto) {
+  sw::ProcessGroupMesh<Grid> groups(MPI_COMM_WORLD, Grid{2, world_size() / 2});
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const auto a_global = random_matrix<double>(9, 7, 3), b_global = random_matrix<double>(7, 10, 4);
+  // Only rank 0's matrix counts; the others pass an empty one.
+  const auto a = sw::ShardedMatrix<double, Grid, TS<S<"x">, S<"y">>>::scatter(
+      groups, rank == 0 ? a_global : Eigen::MatrixXd(0, 0), 0);
+  const auto b = sw::ShardedMatrix<double, Grid, TS<S<"x">, S<"y">>>::scatter(
+      groups, rank == 0 ? b_global : Eigen::MatrixXd(0, 0), 0);
+  sw::ShardedMatrix<double, Grid, TS<S<"x">, S<"y">>> c(groups, 9, 10);
+  sw::matmul_into(c, a, b);
+  sw::matmul_into(c, a, b, sw::summa);  // again, into the same storage
+  EXPECT_LE(relative_error(c.to_global(), a_global * b_global), 1e-12);
+  sw::ShardedMatrix<double, Grid, TS<S<"x">, S<"y">>> wrong(groups, 9, 9);
+  EXPECT_THROW(sw::matmul_into(wrong, a, b), std::invalid_argument);
+}
