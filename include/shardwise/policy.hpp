@@ -459,41 +459,41 @@ constexpr Traffic schedule_traffic(const Schedule& steps, operand_state state, c
 // ---- describe() ---------------------------------------------------------------------
 
 template <MeshType M>
-std::string axes_text(const axis_list& axes) {
-  std::string text = axes.size() > 1 ? "(" : "";
-  for (std::size_t i = 0; i < axes.size(); ++i)
-    text += (i ? "," : "") + std::string(M::names[static_cast<std::size_t>(axes[i])]);
-  return text + (axes.size() > 1 ? ")" : "");
+std::string axes_text_of(const axis_list& axes) {
+  static_vector<std::string_view, max_mesh_axes> names;
+  for (int a : axes) names.push_back(M::names[static_cast<std::size_t>(a)]);
+  return axes_text(names);
 }
 
-inline std::string dim_text(Operand op, int dim) {
+constexpr std::string_view dim_text(Operand op, int dim) {
   if (op == Operand::A) return dim == 0 ? "m" : "k";
   if (op == Operand::B) return dim == 0 ? "k" : "n";
   return dim == 0 ? "m" : "n";
 }
 
-inline std::string operand_text(Operand op) { return op == Operand::A ? "A" : op == Operand::B ? "B" : "C"; }
+constexpr std::string_view operand_text(Operand op) { return op == Operand::A ? "A" : op == Operand::B ? "B" : "C"; }
 
 template <MeshType M>
 std::string describe_step(const Step& s) {
   switch (s.kind) {
     case StepKind::all_gather:
-      return "AllGather " + operand_text(s.operand) + " along " + dim_text(s.operand, s.dim) + " over " + axes_text<M>(s.axes);
+      return cat("AllGather ", operand_text(s.operand), " along ", dim_text(s.operand, s.dim), " over ",
+                 axes_text_of<M>(s.axes));
     case StepKind::reduce_scatter:
-      return "ReduceScatter C along " + dim_text(Operand::C, s.dim) + " over " + axes_text<M>(s.axes);
+      return cat("ReduceScatter C along ", dim_text(Operand::C, s.dim), " over ", axes_text_of<M>(s.axes));
     case StepKind::all_reduce:
-      return "AllReduce C over " + axes_text<M>(s.axes);
+      return cat("AllReduce C over ", axes_text_of<M>(s.axes));
     case StepKind::local_gemm:
       return "local GEMM";
     case StepKind::ring_all_gather_gemm:
-      return "ring AllGather " + operand_text(s.operand) + " along k over " + axes_text<M>(s.axes) +
-             " overlapped with the local GEMM";
+      return cat("ring AllGather ", operand_text(s.operand), " along k over ", axes_text_of<M>(s.axes),
+                 " overlapped with the local GEMM");
     case StepKind::ring_gemm_reduce_scatter:
-      return "local GEMM overlapped with ring ReduceScatter C along " + dim_text(Operand::C, s.dim) + " over " +
-             axes_text<M>(s.axes);
+      return cat("local GEMM overlapped with ring ReduceScatter C along ", dim_text(Operand::C, s.dim), " over ",
+                 axes_text_of<M>(s.axes));
     case StepKind::summa_gemm:
-      return "SUMMA: Broadcast A panels along k over " + axes_text<M>(s.axes) + " and B panels along k over " +
-             axes_text<M>(s.axes2) + ", GEMM per panel";
+      return cat("SUMMA: Broadcast A panels along k over ", axes_text_of<M>(s.axes), " and B panels along k over ",
+                 axes_text_of<M>(s.axes2), ", GEMM per panel");
   }
   return {};
 }
@@ -501,7 +501,10 @@ std::string describe_step(const Step& s) {
 template <MeshType M>
 std::string describe_schedule(const Schedule& steps) {
   std::string text;
-  for (std::size_t i = 0; i < steps.size(); ++i) text += (i ? " -> " : "") + describe_step<M>(steps[i]);
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    if (i) text.append(" -> ");
+    text.append(describe_step<M>(steps[i]));
+  }
   return text;
 }
 
@@ -594,8 +597,8 @@ struct matmul_plan {
 
   /// One line: "Outer: AllGather B along k over x -> local GEMM => C[x, -]".
   static std::string describe() {
-    return std::string(policy::name) + ": " + detail::describe_schedule<M>(schedule) +
-           " => C" + output_sharding::to_string();
+    return detail::cat(policy::name, ": ", detail::describe_schedule<M>(schedule), " => C",
+                       output_sharding::to_string());
   }
 };
 
@@ -647,7 +650,7 @@ struct reshard_plan {
 
   static std::string describe() {
     return schedule.empty() ? std::string("no communication")
-                            : detail::describe_schedule<M>(schedule) + " => " + To::to_string();
+                            : detail::cat(detail::describe_schedule<M>(schedule), " => ", To::to_string());
   }
 };
 

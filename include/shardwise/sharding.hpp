@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "shardwise/detail/static_vector.hpp"
+#include "shardwise/detail/text.hpp"
 #include "shardwise/mesh.hpp"
 
 namespace shardwise {
@@ -123,21 +124,13 @@ struct TensorSharding {
 
   /// Readable form, e.g. "[x, (y,z)] + Partial(w)"; "-" marks a replicated dimension.
   static std::string to_string() {
-    auto axes_text = [](const detail::name_list& axes) {
-      if (axes.empty()) return std::string("-");
-      std::string text = axes.size() > 1 ? "(" : "";
-      for (std::size_t i = 0; i < axes.size(); ++i) text += (i ? "," : "") + std::string(axes[i]);
-      return text + (axes.size() > 1 ? ")" : "");
-    };
     std::string text = "[";
-    for (std::size_t d = 0; d < rank; ++d) text += (d ? ", " : "") + axes_text(dim_axes[d]);
-    text += "]";
-    if (is_partial) {
-      text += " + Partial(";
-      for (std::size_t i = 0; i < partial_axes.size(); ++i)
-        text += (i ? "," : "") + std::string(partial_axes[i]);
-      text += ")";
+    for (std::size_t d = 0; d < rank; ++d) {
+      if (d) text.append(", ");
+      text.append(detail::axes_text(dim_axes[d]));
     }
+    text.append("]");
+    if (is_partial) text.append(detail::cat(" + Partial(", detail::axes_text(partial_axes), ")"));
     return text;
   }
 };
