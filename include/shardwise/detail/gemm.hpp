@@ -2,14 +2,59 @@
 //
 // Every local GEMM of every schedule comes here with plain strided blocks, so Eigen's
 // product is instantiated once per (scalar, storage orders), not once per expression
-// type, and the BLAS backend has a single place to plug in.
+// type, and a BLAS has a single place to plug in.
+//
+// Built with SHARDWISE_USE_BLAS (Meson option `blas`, on when a BLAS is found), the
+// kernels call cblas_dgemm / cblas_sgemm; set_gemm_backend() switches between that and
+// Eigen's own kernel at run time (benchmarks measure both). Only the kernels' GEMMs
+// change: the user's own Eigen code is untouched (for that, define EIGEN_USE_BLAS).
+// Give each MPI rank one BLAS thread (OPENBLAS_NUM_THREADS=1, or OMP_NUM_THREADS=1 for
+// BLIS): the ranks already use the cores.
 #pragma once
 
 #include <Eigen/Core>
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <limits>
+#include <stdexcept>
 
-namespace shardwise::detail {
+#if defined(SHARDWISE_USE_BLAS) && SHARDWISE_USE_BLAS
+#include <cblas.h>
+#define SHARDWISE_HAS_BLAS 1
+#else
+#define SHARDWISE_HAS_BLAS 0
+#endif
+
+namespace shardwise {
+
+/// Who multiplies the local blocks.
+enum class GemmBackend {
+  eigen,  ///< Eigen's own GEMM kernel
+  blas,   ///< the BLAS shardwise was built against (cblas_?gemm)
+};
+
+/// Whether this build can use a BLAS.
+inline constexpr bool has_blas_backend = SHARDWISE_HAS_BLAS != 0;
+
+namespace detail {
+inline std::atomic<GemmBackend>& gemm_backend_setting() {
+  static std::atomic<GemmBackend> backend{has_blas_backend ? GemmBackend::blas : GemmBackend::eigen};
+  return backend;
+}
+}  // namespace detail
+
+/// The backend the kernels use now (BLAS by default when built with one).
+inline GemmBackend gemm_backend() { return detail::gemm_backend_setting().load(std::memory_order_relaxed); }
+
+/// Chooses the backend for all kernels; asking for BLAS in a build without one throws.
+inline void set_gemm_backend(GemmBackend backend) {
+  if (backend == GemmBackend::blas && !has_blas_backend)
+    throw std::invalid_argument("shardwise::set_gemm_backend: this build has no BLAS (configure with -Dblas=enabled)");
+  detail::gemm_backend_setting().store(backend, std::memory_order_relaxed);
+}
+
+namespace detail {
 
 /// A read-only dense block: first element, extents, and the distance between
 /// consecutive columns (column-major) or rows (row-major).
@@ -34,12 +79,41 @@ struct block_ref {
   }
 };
 
+#if SHARDWISE_HAS_BLAS
+/// C (order OC, contiguous) = A * B + beta C through CBLAS, in C's storage order.
+template <typename Scalar, int OA, int OB, int OC>
+void blas_gemm(Scalar* c, block_ref<Scalar, OA> a, block_ref<Scalar, OB> b, Scalar beta) {
+  constexpr auto int_max = std::numeric_limits<int>::max();
+  if (a.rows > int_max || b.cols > int_max || a.cols > int_max || a.stride > int_max || b.stride > int_max)
+    throw std::length_error("shardwise: a block is too large for a 32-bit BLAS");
+  const auto layout = OC == Eigen::RowMajor ? CblasRowMajor : CblasColMajor;
+  // A block stored in the other order is the transpose of one stored in C's order.
+  const auto op_a = OA == OC ? CblasNoTrans : CblasTrans;
+  const auto op_b = OB == OC ? CblasNoTrans : CblasTrans;
+  const int m = static_cast<int>(a.rows), n = static_cast<int>(b.cols), k = static_cast<int>(a.cols);
+  const int ldc = std::max(1, OC == Eigen::ColMajor ? m : n);
+  if constexpr (std::is_same_v<Scalar, double>)
+    cblas_dgemm(layout, op_a, op_b, m, n, k, 1.0, a.data, static_cast<int>(a.stride), b.data,
+                static_cast<int>(b.stride), beta, c, ldc);
+  else
+    cblas_sgemm(layout, op_a, op_b, m, n, k, 1.0f, a.data, static_cast<int>(a.stride), b.data,
+                static_cast<int>(b.stride), beta, c, ldc);
+}
+#endif
+
 /// C = A * B, or C += A * B; C is a contiguous m x n block in order OC.
 template <typename Scalar, int OA, int OB, int OC>
 void gemm(Scalar* c, block_ref<Scalar, OA> a, block_ref<Scalar, OB> b, bool accumulate) {
+#if SHARDWISE_HAS_BLAS
+  if (gemm_backend() == GemmBackend::blas) {
+    blas_gemm<Scalar, OA, OB, OC>(c, a, b, accumulate ? Scalar(1) : Scalar(0));
+    return;
+  }
+#endif
   Eigen::Map<Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, OC>> cm(c, a.rows, b.cols);
   if (accumulate) cm.noalias() += a.map() * b.map();
   else cm.noalias() = a.map() * b.map();
 }
 
-}  // namespace shardwise::detail
+}  // namespace detail
+}  // namespace shardwise
