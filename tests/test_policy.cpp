@@ -227,3 +227,13 @@ TEST(Policy, RingTotalsOverAllRanks) {
     }
   }
 }
+
+// ---- memory footprint model ---------------------------------------------------------------
+// Outer on 2 ranks, 8 x 6 times 6 x 4: A block 4 x 6, B block 3 x 4, C block 4 x 4, and B
+// gathered whole (6 x 4): 24 + 12 + 16 + 24 elements.
+using Pair = sw::Mesh<sw::Axis<"x", 2>>;
+static_assert(Plan<Pair, TS<Split<"x">, Replicated>, TS<Split<"x">, Replicated>>::footprint_bytes(Pair{}, {0}, {8, 6, 4}, 8) ==
+              8 * (24 + 12 + 16 + 24));
+// MatchedInner scattered: A 8 x 3, B 3 x 4, C 4 x 4, and the whole partial C (8 x 4) before the scatter.
+static_assert(Plan<Pair, TS<Replicated, Split<"x">>, TS<Split<"x">, Replicated>, TS<Split<"x">, Replicated>>::footprint_bytes(
+                  Pair{}, {0}, {8, 6, 4}, 8) == 8 * (24 + 12 + 16 + 32));

@@ -8,6 +8,7 @@
 // Pure compile-time: no MPI, no Eigen.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string>
@@ -456,6 +457,71 @@ constexpr Traffic schedule_traffic(const Schedule& steps, operand_state state, c
   return total;
 }
 
+/// Elements this rank holds while running `steps`: its A, B and C blocks plus the
+/// buffers the schedule names (gathered operands, C between steps, ring chunks, SUMMA
+/// panels). Copies made only to change a storage order are not counted.
+template <MeshType M>
+constexpr std::int64_t schedule_footprint(const Schedule& steps, operand_state state,
+                                          const std::array<axis_list, 2>& output, const M& mesh,
+                                          const typename M::coordinate_type& coordinate, const MatmulShape& shape,
+                                          int panel_width) {
+  const block_geometry<M> geo{mesh, coordinate};
+  auto elements = [&](Operand op, const std::array<axis_list, 2>& dims) {
+    const auto global = global_extents(op, shape);
+    return geo.extent(global[0], dims[0]) * geo.extent(global[1], dims[1]);
+  };
+  std::int64_t total = elements(Operand::A, state.a) + elements(Operand::B, state.b) + elements(Operand::C, output);
+  std::int64_t c_buffers[2] = {0, 0};
+  int next_c = 0;
+  auto hold_c = [&](std::int64_t n) {
+    c_buffers[next_c] = std::max(c_buffers[next_c], n);
+    next_c = 1 - next_c;
+  };
+  std::int64_t ring = 0;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const Step& step = steps[i];
+    bool writes_output = true;
+    for (std::size_t j = i + 1; j < steps.size(); ++j)
+      if (steps[j].kind != StepKind::all_reduce) writes_output = false;
+    auto& dims = state.of(step.operand);
+    switch (step.kind) {
+      case StepKind::all_gather:
+      case StepKind::ring_all_gather_gemm: {
+        const auto d = static_cast<std::size_t>(step.dim);
+        axis_list kept;
+        for (std::size_t a = 0; a + step.axes.size() < dims[d].size(); ++a) kept.push_back(dims[d][a]);
+        if (step.kind == StepKind::ring_all_gather_gemm) {
+          const std::int64_t block = elements(step.operand, dims);
+          ring = std::max(ring, 2 * (block + 1));  // two blocks in flight (sizes differ by at most one row)
+        }
+        dims[d] = kept;
+        if (step.kind == StepKind::all_gather && step.operand != Operand::C) total += elements(step.operand, dims);
+        if (step.operand == Operand::C && !writes_output) hold_c(elements(Operand::C, dims));
+        if (step.kind == StepKind::ring_all_gather_gemm && !writes_output) hold_c(elements(Operand::C, state.c));
+        break;
+      }
+      case StepKind::reduce_scatter:
+      case StepKind::ring_gemm_reduce_scatter: {
+        if (step.kind == StepKind::ring_gemm_reduce_scatter)
+          ring = std::max(ring, 3 * (elements(Operand::C, state.c) / geo.group_size(step.axes) + shape.n + shape.m));
+        state.c[static_cast<std::size_t>(step.dim)] = concat(state.c[static_cast<std::size_t>(step.dim)], step.axes);
+        if (!writes_output) hold_c(elements(Operand::C, state.c));
+        break;
+      }
+      case StepKind::local_gemm:
+        if (!writes_output) hold_c(elements(Operand::C, state.c));
+        break;
+      case StepKind::summa_gemm:
+        ring = std::max(ring, std::int64_t{panel_width} * (geo.extent(shape.m, state.a[0]) + geo.extent(shape.n, state.b[1])));
+        if (!writes_output) hold_c(elements(Operand::C, state.c));
+        break;
+      case StepKind::all_reduce:
+        break;
+    }
+  }
+  return total + c_buffers[0] + c_buffers[1] + ring;
+}
+
 // ---- describe() ---------------------------------------------------------------------
 
 template <MeshType M>
@@ -593,6 +659,15 @@ struct matmul_plan {
   /// The largest traffic over all ranks (the bottleneck rank).
   static constexpr Traffic max_traffic(const M& mesh, MatmulShape shape, std::int64_t scalar_bytes) {
     return detail::max_over_ranks(mesh, [&](const auto& c) { return traffic(mesh, c, shape, scalar_bytes); });
+  }
+
+  /// Bytes this rank holds during the matmul: its blocks of A, B and C plus the buffers the
+  /// schedule names (see detail::schedule_footprint).
+  static constexpr std::int64_t footprint_bytes(const M& mesh, const typename M::coordinate_type& coordinate,
+                                                MatmulShape shape, std::int64_t scalar_bytes) {
+    return scalar_bytes * detail::schedule_footprint(schedule, initial_state(),
+                                                     detail::resolve_sharding<M, output_sharding>().dims, mesh,
+                                                     coordinate, shape, summa_panel_width);
   }
 
   /// One line: "Outer: AllGather B along k over x -> local GEMM => C[x, -]".

@@ -118,6 +118,32 @@ std::span<const std::int64_t> block_counts(const block_geometry<M>& geo, std::in
   return {counts.data(), counts.size()};
 }
 
+/// All-gather of blocks of `counts` elements: the equal-block collective when it applies
+/// (MPI has faster algorithms for it), the v-variant otherwise. The same bytes either way.
+template <typename Scalar>
+void gather_blocks(AnyCommunicator& comm, const Scalar* send, std::span<const std::int64_t> counts, Scalar* out,
+                   std::int64_t total) {
+  const auto own = static_cast<std::size_t>(counts[static_cast<std::size_t>(comm.rank())]);
+  const std::span<const Scalar> in(send, own);
+  const std::span<Scalar> all(out, static_cast<std::size_t>(total));
+  if (std::all_of(counts.begin(), counts.end(), [&](std::int64_t c) { return c == counts[0]; }))
+    comm.all_gather(in, all);
+  else
+    comm.all_gather_v(in, all, counts);
+}
+
+/// Reduce-scatter into blocks of `counts` elements (equal-block collective when it applies).
+template <typename Scalar>
+void scatter_blocks(AnyCommunicator& comm, const Scalar* send, std::int64_t total, std::span<const std::int64_t> counts,
+                    Scalar* out) {
+  const std::span<const Scalar> in(send, static_cast<std::size_t>(total));
+  const std::span<Scalar> own(out, static_cast<std::size_t>(counts[static_cast<std::size_t>(comm.rank())]));
+  if (std::all_of(counts.begin(), counts.end(), [&](std::int64_t c) { return c == counts[0]; }))
+    comm.reduce_scatter_block(in, own);
+  else
+    comm.reduce_scatter(in, own, counts);
+}
+
 constexpr axis_list without_tail(const axis_list& list, std::size_t count) {
   axis_list result;
   for (std::size_t i = 0; i + count < list.size(); ++i) result.push_back(list[i]);
@@ -225,8 +251,7 @@ class schedule_executor {
       send = packed;
     }
     Scalar* gathered = scratch<Scalar>(is_a ? Slot::gathered_a : Slot::gathered_b, total);
-    comm.all_gather_v(std::span<const Scalar>(send, static_cast<std::size_t>(rows * cols)),
-                      std::span<Scalar>(gathered, static_cast<std::size_t>(total)), counts);
+    gather_blocks(comm, send, counts, gathered, total);
     ax[d] = kept;
     (is_a ? st.a : st.b) = gathered;
   }
@@ -266,8 +291,7 @@ class schedule_executor {
     const std::int64_t new_rows = st.rows(Operand::C, st.axes.c), new_cols = st.cols(Operand::C, st.axes.c);
     Scalar* target = st.c_target(orders.writes_output[I], new_rows * new_cols);
     Scalar* gathered = natural == out_order ? target : scratch<Scalar>(Slot::unpack, new_rows * new_cols);
-    comm.all_gather_v(std::span<const Scalar>(send, static_cast<std::size_t>(rows * cols)),
-                      std::span<Scalar>(gathered, static_cast<std::size_t>(new_rows * new_cols)), counts);
+    gather_blocks(comm, send, counts, gathered, new_rows * new_cols);
     copy_block<Scalar, natural, out_order>(gathered, target, new_rows, new_cols);
     st.set_c(target);
   }
@@ -291,8 +315,7 @@ class schedule_executor {
     const std::int64_t new_rows = st.rows(Operand::C, st.axes.c), new_cols = st.cols(Operand::C, st.axes.c);
     Scalar* target = st.c_target(orders.writes_output[I], new_rows * new_cols);
     Scalar* reduced = natural == out_order ? target : scratch<Scalar>(Slot::unpack, new_rows * new_cols);
-    comm.reduce_scatter(std::span<const Scalar>(send, static_cast<std::size_t>(rows * cols)),
-                        std::span<Scalar>(reduced, static_cast<std::size_t>(new_rows * new_cols)), counts);
+    scatter_blocks(comm, send, rows * cols, counts, reduced);
     copy_block<Scalar, natural, out_order>(reduced, target, new_rows, new_cols);
     st.set_c(target);
   }
@@ -439,6 +462,26 @@ class schedule_executor {
 
   // ---- SUMMA ------------------------------------------------------------------------------
 
+  /// One panel of `rows x cols`, owned by group rank `root` (`mine` is its slice there), as a
+  /// block every member of `group` can multiply with, in the operand's own storage order.
+  /// No copy for a group of one or for a slice that is already contiguous: the root then
+  /// broadcasts from its own block.
+  template <int Order>
+  static block_ref<Scalar, Order> share_panel(AnyCommunicator& group, block_ref<Scalar, Order> mine, std::int64_t rows,
+                                              std::int64_t cols, int root, Scalar* buffer) {
+    if (group.size() == 1) return mine;
+    const auto count = static_cast<std::size_t>(rows * cols);
+    const bool contiguous = Order == Eigen::ColMajor ? (cols <= 1 || mine.stride == rows) : (rows <= 1 || mine.stride == cols);
+    if (group.rank() == root && contiguous) {
+      // A broadcast never writes the root's buffer.
+      group.broadcast(std::span<Scalar>(const_cast<Scalar*>(mine.data), count), root);
+      return mine;
+    }
+    if (group.rank() == root) matrix_map<Scalar, Order>(buffer, rows, cols) = mine.map();
+    group.broadcast(std::span<Scalar>(buffer, count), root);
+    return block_ref<Scalar, Order>::whole(buffer, rows, cols);
+  }
+
   template <std::size_t I>
   static void summa_gemm(state& st) {
     constexpr Step s = steps[I];
@@ -450,22 +493,20 @@ class schedule_executor {
     AnyCommunicator& row_group = group(st, s.axes);   // A's panels travel along the row of the grid
     AnyCommunicator& col_group = group(st, s.axes2);  // B's along the column
     const int a_rank = row_group.rank(), b_rank = col_group.rank();
-    Scalar* a_panel = scratch<Scalar>(Slot::ring_0, m * width_limit);
-    Scalar* b_panel = scratch<Scalar>(Slot::ring_1, width_limit * n);
+    Scalar* a_buffer = scratch<Scalar>(Slot::ring_0, m * width_limit);
+    Scalar* b_buffer = scratch<Scalar>(Slot::ring_1, width_limit * n);
     Scalar* target = st.c_target(orders.writes_output[I], m * n);
     const auto a = block_ref<Scalar, oa>::whole(st.a, m, ka);
     const auto b = block_ref<Scalar, ob>::whole(st.b, kb, n);
     bool accumulate = false;
     for_each_summa_panel(st.shape.k, row_group.size(), col_group.size(), width_limit, [&](const summa_panel& p) {
-      if (a_rank == p.a_root)
-        matrix_map<Scalar, Eigen::ColMajor>(a_panel, m, p.width) = a.middle_cols(p.begin - a_offset, p.width).map();
-      row_group.broadcast(std::span<Scalar>(a_panel, static_cast<std::size_t>(m * p.width)), p.a_root);
-      if (b_rank == p.b_root)
-        matrix_map<Scalar, Eigen::RowMajor>(b_panel, p.width, n) = b.middle_rows(p.begin - b_offset, p.width).map();
-      col_group.broadcast(std::span<Scalar>(b_panel, static_cast<std::size_t>(p.width * n)), p.b_root);
-      gemm<Scalar, Eigen::ColMajor, Eigen::RowMajor, oc>(
-          target, block_ref<Scalar, Eigen::ColMajor>::whole(a_panel, m, p.width),
-          block_ref<Scalar, Eigen::RowMajor>::whole(b_panel, p.width, n), accumulate);
+      const auto a_panel = share_panel<oa>(row_group, a_rank == p.a_root ? a.middle_cols(p.begin - a_offset, p.width)
+                                                                                          : block_ref<Scalar, oa>{},
+                                                            m, p.width, p.a_root, a_buffer);
+      const auto b_panel = share_panel<ob>(col_group, b_rank == p.b_root ? b.middle_rows(p.begin - b_offset, p.width)
+                                                                                          : block_ref<Scalar, ob>{},
+                                                            p.width, n, p.b_root, b_buffer);
+      gemm<Scalar, oa, ob, oc>(target, a_panel, b_panel, accumulate);
       accumulate = true;
     });
     if (!accumulate) matrix_map<Scalar, oc>(target, m, n).setZero();  // k == 0
