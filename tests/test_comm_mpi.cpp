@@ -287,8 +287,8 @@ TEST(ParallelContextMpi, AnInconsistentEnvironmentFailsOnEveryRank) {
                                                     {"OMPI_COMM_WORLD_LOCAL_SIZE", std::to_string(p + 4)}}},
                              "OMPI_COMM_WORLD_LOCAL_RANK=" + std::to_string(p + 3) + " but MPI says the node-local rank");
   expect_rejected_everywhere(last, FakeEnvironment{{{"RANK", "abc"}}}, "RANK=\"abc\" is not a non-negative integer");
-  expect_rejected_everywhere(0, FakeEnvironment{{{"SLURM_PROCID", std::to_string(p)}}},
-                             "OMPI_COMM_WORLD_RANK=0 but SLURM_PROCID=" + std::to_string(p));
+  expect_rejected_everywhere(0, FakeEnvironment{{{"RANK", std::to_string(p)}}},
+                             "OMPI_COMM_WORLD_RANK=0 but RANK=" + std::to_string(p));
 }
 
 TEST(ParallelContextMpi, OnASubcommunicatorTheNodeLocalValuesDescribeIt) {

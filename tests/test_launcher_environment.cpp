@@ -74,30 +74,49 @@ TEST(LauncherEnvironment, Torchrun) {
 }
 
 TEST(LauncherEnvironment, SeveralLaunchersThatAgree) {
-  // mpirun inside a Slurm allocation, with torchrun-style variables exported too.
-  const auto env = read({{"OMPI_COMM_WORLD_RANK", "2"},
-                         {"OMPI_COMM_WORLD_SIZE", "4"},
-                         {"SLURM_PROCID", "2"},
+  // srun started the tasks and torchrun-style variables are exported too.
+  const auto env = read({{"SLURM_PROCID", "2"},
                          {"SLURM_NTASKS", "4"},
                          {"SLURM_LOCALID", "0"},
                          {"RANK", "2"},
                          {"LOCAL_WORLD_SIZE", "2"}});
-  EXPECT_EQ(env.launcher, sw::Launcher::openmpi);
+  EXPECT_EQ(env.launcher, sw::Launcher::slurm);
   EXPECT_EQ(env.rank, 2);
   EXPECT_EQ(env.local_rank, 0);
   EXPECT_EQ(env.local_rank_variable, "SLURM_LOCALID");
   EXPECT_EQ(env.local_size, 2);
 }
 
+TEST(LauncherEnvironment, MpirunInsideASlurmAllocationIgnoresSlurmVariables) {
+  // mpirun in an sbatch script: every rank on a node inherits SLURM_PROCID of the daemon
+  // mpirun started there with srun. OpenMPI's variables describe the rank.
+  const auto env = read({{"OMPI_COMM_WORLD_RANK", "3"},
+                         {"OMPI_COMM_WORLD_SIZE", "4"},
+                         {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                         {"SLURM_PROCID", "1"},
+                         {"SLURM_NTASKS", "2"},
+                         {"SLURM_LOCALID", "0"}});
+  EXPECT_EQ(env.launcher, sw::Launcher::openmpi);
+  EXPECT_EQ(env.rank, 3);
+  EXPECT_EQ(env.size, 4);
+  EXPECT_EQ(env.local_rank, 1);
+  EXPECT_EQ(env.rank_variable, "OMPI_COMM_WORLD_RANK");
+  EXPECT_EQ(read({{"PMI_RANK", "5"}, {"PMI_SIZE", "6"}, {"SLURM_PROCID", "0"}}).rank, 5);
+}
+
 TEST(LauncherEnvironment, ContradictionsNameTheVariables) {
-  EXPECT_EQ(error_of({{"OMPI_COMM_WORLD_RANK", "1"}, {"SLURM_PROCID", "2"}}),
-            "shardwise: launcher environment is inconsistent: OMPI_COMM_WORLD_RANK=1 but SLURM_PROCID=2");
+  EXPECT_EQ(error_of({{"OMPI_COMM_WORLD_RANK", "1"}, {"RANK", "2"}}),
+            "shardwise: launcher environment is inconsistent: OMPI_COMM_WORLD_RANK=1 but RANK=2");
+  EXPECT_EQ(error_of({{"SLURM_PROCID", "1"}, {"RANK", "2"}}),
+            "shardwise: launcher environment is inconsistent: SLURM_PROCID=1 but RANK=2");
   EXPECT_EQ(error_of({{"PMI_SIZE", "4"}, {"WORLD_SIZE", "8"}}),
             "shardwise: launcher environment is inconsistent: PMI_SIZE=4 but WORLD_SIZE=8");
   EXPECT_EQ(error_of({{"RANK", "4"}, {"WORLD_SIZE", "4"}}),
             "shardwise: launcher environment is inconsistent: RANK=4 is not below WORLD_SIZE=4");
-  EXPECT_EQ(error_of({{"SLURM_PROCID", "4"}, {"OMPI_COMM_WORLD_SIZE", "3"}}),
-            "shardwise: launcher environment is inconsistent: SLURM_PROCID=4 is not below OMPI_COMM_WORLD_SIZE=3");
+  EXPECT_EQ(error_of({{"SLURM_PROCID", "4"}, {"WORLD_SIZE", "3"}}),
+            "shardwise: launcher environment is inconsistent: SLURM_PROCID=4 is not below WORLD_SIZE=3");
+  EXPECT_EQ(error_of({{"SLURM_PROCID", "4"}, {"SLURM_NTASKS", "4"}}),
+            "shardwise: launcher environment is inconsistent: SLURM_PROCID=4 is not below SLURM_NTASKS=4");
   EXPECT_EQ(error_of({{"LOCAL_RANK", "2"}, {"LOCAL_WORLD_SIZE", "2"}}),
             "shardwise: launcher environment is inconsistent: LOCAL_RANK=2 is not below LOCAL_WORLD_SIZE=2");
   EXPECT_EQ(error_of({{"OMPI_COMM_WORLD_SIZE", "2"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "3"}}),

@@ -7,7 +7,11 @@
 //   Slurm       SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID
 //   torchrun    RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE
 // read_launcher_environment() reads them all; when several launchers' variables are present
-// they must agree. ParallelContext::from_mpi then checks them against MPI itself.
+// they must agree, with one exception: when an MPI launcher's variables (OpenMPI, MPICH) are
+// present, Slurm's are not used. Under `mpirun` inside an sbatch allocation every rank
+// inherits SLURM_PROCID/SLURM_LOCALID of the daemon that mpirun started through srun (one per
+// node), so they describe the daemon, not the rank, and would raise a false alarm.
+// ParallelContext::from_mpi then checks the result against MPI itself.
 // No MPI here.
 #pragma once
 
@@ -126,6 +130,8 @@ template <typename GetEnv>
     const auto local_rank = detail::read_int_variable(getenv, v.local_rank, 0);
     const auto local_size = detail::read_int_variable(getenv, v.local_size, 1);
     if (!rank && !size && !local_rank && !local_size) continue;
+    const bool mpi_launched = env.launcher == Launcher::openmpi || env.launcher == Launcher::mpich;
+    if (v.launcher == Launcher::slurm && mpi_launched) continue;  // describes mpirun's daemons (see top)
     if (env.launcher == Launcher::none) env.launcher = v.launcher;
     detail::merge(env.rank, env.rank_variable, rank, v.rank);
     detail::merge(env.size, env.size_variable, size, v.size);
