@@ -41,16 +41,8 @@ using Rep = sw::replicated_sharding_t<2>;
 
 namespace {
 
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-int world_size() {
-  int p = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &p);
-  return p;
-}
+using shardwise::bench::world_rank;
+using shardwise::bench::world_size;
 
 // ---- memory: growth of the peak resident set while a benchmark runs ---------------------
 

@@ -25,6 +25,18 @@
 
 namespace shardwise::bench {
 
+/// Rank and size in MPI_COMM_WORLD.
+inline int world_rank() {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
+inline int world_size() {
+  int size = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  return size;
+}
+
 /// Times `step` on every rank of `comm` per iteration; the iteration time is the slowest rank's.
 template <typename Step>
 void time_collective(benchmark::State& state, MPI_Comm comm, Step&& step) {

@@ -32,11 +32,7 @@ constexpr long n = 8;            // m = n = k
 constexpr int calls_per_batch = 1000;
 constexpr int batches = 200;
 
-int world_size() {
-  int p = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &p);
-  return p;
-}
+using shardwise::bench::world_size;
 
 /// Times batches of `call`; the iteration time is the slowest rank's batch time per call.
 void time_per_call(benchmark::State& state, const std::function<void()>& call) {

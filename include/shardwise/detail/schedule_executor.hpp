@@ -106,6 +106,19 @@ void copy_block(const Scalar* from, Scalar* to, std::int64_t rows, std::int64_t 
   matrix_map<Scalar, To>(to, rows, cols) = const_matrix_map<Scalar, From>(from, rows, cols);
 }
 
+/// `block` in storage order To: itself when it already is, else a copy in the pack buffer
+/// (a collective needs the dimension it cuts along to be the outer one).
+template <typename Scalar, int From, int To>
+const Scalar* in_order(const Scalar* block, std::int64_t rows, std::int64_t cols) {
+  if constexpr (From == To) {
+    return block;
+  } else {
+    Scalar* packed = scratch<Scalar>(Slot::pack, rows * cols);
+    copy_block<Scalar, From, To>(block, packed, rows, cols);
+    return packed;
+  }
+}
+
 /// Element counts of each group rank's block when a dimension of `global` items,
 /// split over `kept ++ group`, is gathered over `group` (times the other extent).
 template <MeshType M>
@@ -232,7 +245,7 @@ class schedule_executor {
   static void gather_input(state& st) {
     constexpr Step s = steps[I];
     constexpr bool is_a = s.operand == Operand::A;
-    constexpr int in_order = is_a ? orders.a[I] : orders.b[I];
+    constexpr int from_order = is_a ? orders.a[I] : orders.b[I];
     constexpr int out_order = outer_order(s.dim);
     auto& ax = is_a ? st.axes.a : st.axes.b;
     const Scalar* local = is_a ? st.a : st.b;
@@ -244,12 +257,7 @@ class schedule_executor {
     const auto counts = block_counts(st.geo, global_extents(s.operand, st.shape)[d], kept, s.axes, other);
     std::int64_t total = 0;
     for (std::int64_t c : counts) total += c;
-    const Scalar* send = local;
-    if constexpr (in_order != out_order) {
-      Scalar* packed = scratch<Scalar>(Slot::pack, rows * cols);
-      copy_block<Scalar, in_order, out_order>(local, packed, rows, cols);
-      send = packed;
-    }
+    const Scalar* send = detail::in_order<Scalar, from_order, out_order>(local, rows, cols);
     Scalar* gathered = scratch<Scalar>(is_a ? Slot::gathered_a : Slot::gathered_b, total);
     gather_blocks(comm, send, counts, gathered, total);
     ax[d] = kept;
@@ -274,19 +282,14 @@ class schedule_executor {
   template <std::size_t I>
   static void gather_c(state& st) {
     constexpr Step s = steps[I];
-    constexpr int in_order = orders.c[I], natural = outer_order(s.dim), out_order = orders.c[I + 1];
+    constexpr int from_order = orders.c[I], natural = outer_order(s.dim), out_order = orders.c[I + 1];
     const auto d = static_cast<std::size_t>(s.dim);
     const std::int64_t rows = st.rows(Operand::C, st.axes.c), cols = st.cols(Operand::C, st.axes.c);
     const axis_list kept = without_tail(st.axes.c[d], s.axes.size());
     AnyCommunicator& comm = group(st, s.axes);
     const auto counts = block_counts(st.geo, global_extents(Operand::C, st.shape)[d], kept, s.axes,
                                      s.dim == 0 ? cols : rows);
-    const Scalar* send = st.c;
-    if constexpr (in_order != natural) {
-      Scalar* packed = scratch<Scalar>(Slot::pack, rows * cols);
-      copy_block<Scalar, in_order, natural>(st.c, packed, rows, cols);
-      send = packed;
-    }
+    const Scalar* send = detail::in_order<Scalar, from_order, natural>(st.c, rows, cols);
     st.axes.c[d] = kept;
     const std::int64_t new_rows = st.rows(Operand::C, st.axes.c), new_cols = st.cols(Operand::C, st.axes.c);
     Scalar* target = st.c_target(orders.writes_output[I], new_rows * new_cols);
@@ -299,18 +302,13 @@ class schedule_executor {
   template <std::size_t I>
   static void reduce_scatter_c(state& st) {
     constexpr Step s = steps[I];
-    constexpr int in_order = orders.c[I], natural = outer_order(s.dim), out_order = orders.c[I + 1];
+    constexpr int from_order = orders.c[I], natural = outer_order(s.dim), out_order = orders.c[I + 1];
     const auto d = static_cast<std::size_t>(s.dim);
     const std::int64_t rows = st.rows(Operand::C, st.axes.c), cols = st.cols(Operand::C, st.axes.c);
     AnyCommunicator& comm = group(st, s.axes);
     const auto counts = block_counts(st.geo, global_extents(Operand::C, st.shape)[d], st.axes.c[d], s.axes,
                                      s.dim == 0 ? cols : rows);
-    const Scalar* send = st.c;
-    if constexpr (in_order != natural) {
-      Scalar* packed = scratch<Scalar>(Slot::pack, rows * cols);
-      copy_block<Scalar, in_order, natural>(st.c, packed, rows, cols);
-      send = packed;
-    }
+    const Scalar* send = detail::in_order<Scalar, from_order, natural>(st.c, rows, cols);
     st.axes.c[d] = concat(st.axes.c[d], s.axes);
     const std::int64_t new_rows = st.rows(Operand::C, st.axes.c), new_cols = st.cols(Operand::C, st.axes.c);
     Scalar* target = st.c_target(orders.writes_output[I], new_rows * new_cols);
@@ -322,7 +320,7 @@ class schedule_executor {
 
   template <std::size_t I>
   static void all_reduce_c(state& st) {
-    constexpr int in_order = orders.c[I], out_order = orders.c[I + 1];
+    constexpr int from_order = orders.c[I], out_order = orders.c[I + 1];
     const std::int64_t rows = st.rows(Operand::C, st.axes.c), cols = st.cols(Operand::C, st.axes.c);
     const auto count = static_cast<std::size_t>(rows * cols);
     AnyCommunicator& comm = group(st, steps[I].axes);
@@ -331,12 +329,12 @@ class schedule_executor {
       reduced = const_cast<Scalar*>(st.c);
       comm.all_reduce(std::span<Scalar>(reduced, count));
     } else {  // a reshard's input: leave it as it is
-      reduced = st.c_target(orders.writes_output[I] && in_order == out_order, rows * cols);
+      reduced = st.c_target(orders.writes_output[I] && from_order == out_order, rows * cols);
       comm.all_reduce(std::span<const Scalar>(st.c, count), std::span<Scalar>(reduced, count));
     }
-    if constexpr (in_order != out_order) {
+    if constexpr (from_order != out_order) {
       Scalar* target = st.c_target(orders.writes_output[I], rows * cols);
-      copy_block<Scalar, in_order, out_order>(reduced, target, rows, cols);
+      copy_block<Scalar, from_order, out_order>(reduced, target, rows, cols);
       reduced = target;
     }
     st.set_c(reduced);
