@@ -10,6 +10,10 @@
 //   nn/pipeline_schedule       constexpr GPipe / 1F1B tables
 #pragma once
 
+#if __cplusplus < 202002L
+#error "shardwise needs C++20: compile with -std=c++20 or later (a pkg-config file cannot ask for it)"
+#endif
+
 #include "shardwise/mesh.hpp"
 #include "shardwise/sharding.hpp"
 #include "shardwise/policy.hpp"
