@@ -77,7 +77,9 @@ class ShardedMatrix {
                 "shardwise::ShardedMatrix: the scalar type must be float or double");
   static_assert(Order == Eigen::RowMajor || Order == Eigen::ColMajor,
                 "shardwise::ShardedMatrix: the storage order must be Eigen::RowMajor or Eigen::ColMajor");
-  static_assert(detail::checked_sharding<M, Sh, 2>::value);
+  // Completing the checker instantiates its static_asserts: a bad sharding is reported once,
+  // with its own message (asserting on its `value` would add a second, textless error).
+  static_assert(sizeof(detail::checked_sharding<M, Sh, 2>) > 0);
 
  public:
   using scalar_type = Scalar;

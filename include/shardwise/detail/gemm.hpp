@@ -20,7 +20,16 @@
 #include <stdexcept>
 
 #if defined(SHARDWISE_USE_BLAS) && SHARDWISE_USE_BLAS
+// OpenBLAS's headers use C99 _Complex; when they are found through a plain -I (pkg-config)
+// rather than as system headers, -Wpedantic would flag them in the user's build.
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpedantic"
+#endif
 #include <cblas.h>
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
 #define SHARDWISE_HAS_BLAS 1
 #else
 #define SHARDWISE_HAS_BLAS 0
