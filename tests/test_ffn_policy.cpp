@@ -68,8 +68,9 @@ constexpr bool conjugate_collectives() {
   for (const auto& f : P::forward_schedule) {
     if (f.kind == FfnCollective::all_reduce) continue;
     const FfnCollective conjugate = f.kind == FfnCollective::all_gather ? FfnCollective::reduce_scatter : FfnCollective::all_gather;
+    if (!P::has(P::backward_schedule, gradient_of(f.tensor), conjugate)) return false;
     const auto b = P::find(P::backward_schedule, gradient_of(f.tensor), conjugate);
-    if (b.tensor != gradient_of(f.tensor) || b.dim != f.dim || !(b.axes == f.axes)) return false;
+    if (b.dim != f.dim || !(b.axes == f.axes)) return false;
   }
   return true;
 }

@@ -462,15 +462,17 @@ struct feed_forward_plan {
   static constexpr FfnSchedule forward_schedule = data.forward;
   static constexpr FfnSchedule backward_schedule = data.backward;
 
-  /// The step of `schedule` on `tensor` of kind `kind`, or a step with tensor != `tensor`
-  /// (an AllReduce of X, which no schedule has) when there is none.
+  /// Whether `schedule` has a step of kind `kind` on `tensor`.
+  static constexpr bool has(const FfnSchedule& schedule, FfnTensor tensor, FfnCollective kind) {
+    for (const FfnStep& s : schedule)
+      if (s.tensor == tensor && s.kind == kind) return true;
+    return false;
+  }
+  /// That step (check has() first; a default FfnStep when there is none).
   static constexpr FfnStep find(const FfnSchedule& schedule, FfnTensor tensor, FfnCollective kind) {
     for (const FfnStep& s : schedule)
       if (s.tensor == tensor && s.kind == kind) return s;
-    return {FfnCollective::all_reduce, FfnTensor::X, -1, {}, {}};
-  }
-  static constexpr bool has(const FfnSchedule& schedule, FfnTensor tensor, FfnCollective kind) {
-    return find(schedule, tensor, kind).tensor == tensor;
+    return {};
   }
 
   /// Sharding of each dimension of X and of X as the GEMMs see it (after its AllGathers).
