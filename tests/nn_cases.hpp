@@ -43,7 +43,7 @@ struct FfnCase {
   std::function<FfnCaseResult(ProcessGroupMesh<M>&, FfnShape, std::uint64_t seed, const CommCounters* counters)> run;
 };
 
-/// Unsharded, MegatronTP and MegatronSP over "tp" (fp64), and MegatronTP and SP in fp32.
+/// Unsharded, MegatronTP and MegatronSP over "tp" (fp64), and MegatronTP in fp32.
 std::vector<FfnCase<TpLine>> ffn_line_cases();
 /// GSPMD over (x, y) and (y, x) (fp64, and fp32), MegatronTP and SP over y with x as an axis
 /// of independent replicas.
@@ -71,5 +71,17 @@ MlpRunResult run_mlp_training(ProcessGroupMesh<MlpMesh>& groups, const CommCount
 
 /// Largest relative error of the serial FeedForward's gradients against central differences.
 double serial_ffn_finite_difference_error();
+
+/// Feeds a MegatronTP layer (over `groups`) mismatched shapes: a wrong model width, a
+/// backward before any forward, a backward whose batch differs from the forward's, and
+/// parameters of inconsistent shapes. Returns what went wrong ("" when every misuse threw
+/// std::invalid_argument and a correct backward did not). Collective over `groups`.
+std::string ffn_misuse_problems(ProcessGroupMesh<TpLine>& groups);
+
+/// Builds the 4-stage pipelined MLP over an axis of another extent; "" when that throws
+/// std::invalid_argument, as it must.
+template <typename M>
+std::string mlp_wrong_stage_count_problem(ProcessGroupMesh<M>& groups);
+extern template std::string mlp_wrong_stage_count_problem(ProcessGroupMesh<Mesh<Axis<"pp", 3>>>& groups);
 
 }  // namespace shardwise::testing

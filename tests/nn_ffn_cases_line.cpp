@@ -16,9 +16,39 @@ std::vector<FfnCase<TpLine>> ffn_line_cases() {
   add_ffn_case<double, TpLine, X, TS<R, R>, TS<R, R>>(cases, "Unsharded");
   add_ffn_case<double, TpLine, X, W1, W2>(cases, "MegatronTP");
   add_ffn_case<double, TpLine, Xs, W1, W2>(cases, "MegatronSP");
-  add_ffn_case<float, TpLine, X, W1, W2>(cases, "MegatronTP");
-  add_ffn_case<float, TpLine, Xs, W1, W2>(cases, "MegatronSP");
+  add_fp32_line_cases(cases);
   return cases;
+}
+
+std::string ffn_misuse_problems(ProcessGroupMesh<TpLine>& groups) {
+  using Layer = FeedForward<double, TpLine, TS<R, R, R>, TS<R, S<"tp">>, TS<S<"tp">, R>>;  // as in the cases above
+  std::string problems;
+  auto expect_throw = [&](const char* what, auto&& f) {
+    try {
+      f();
+      problems += std::string(what) + " did not throw; ";
+    } catch (const std::invalid_argument&) {
+    }
+  };
+  Layer layer(groups, 4, 6);
+  Layer::Cache cache;
+  const Layer::input_type wrong_width(groups, 2, 3, 5);
+  expect_throw("forward with a wrong model width", [&] { (void)layer.forward(wrong_width, cache); });
+  const Layer::output_type dy(groups, 2, 3, 4);
+  expect_throw("backward before forward", [&] { (void)layer.backward(dy, cache); });
+  const Layer::input_type x(groups, 2, 3, 4);
+  (void)layer.forward(x, cache);
+  const Layer::output_type other_batch(groups, 3, 3, 4);
+  expect_throw("backward with another batch", [&] { (void)layer.backward(other_batch, cache); });
+  try {
+    (void)layer.backward(dy, cache);
+  } catch (const std::exception& e) {
+    problems += std::string("a correct backward threw: ") + e.what() + "; ";
+  }
+  expect_throw("from_global with W2 shaped like W1", [&] {
+    (void)Layer::from_global(groups, MatrixXd(4, 6), VectorXd(6), MatrixXd(4, 6), VectorXd(4));
+  });
+  return problems;
 }
 
 double serial_ffn_finite_difference_error() {

@@ -97,4 +97,8 @@ void add_ffn_case(std::vector<FfnCase<M>>& cases, std::string name) {
                    &run_ffn_case<Scalar, M, ShX, ShW1, ShW2>});
 }
 
+/// The fp32 cases, in a translation unit of their own (nn_ffn_cases_fp32.cpp).
+void add_fp32_line_cases(std::vector<FfnCase<TpLine>>& cases);
+void add_fp32_grid_cases(std::vector<FfnCase<Grid2>>& cases);
+
 }  // namespace shardwise::testing

@@ -167,4 +167,17 @@ MlpRunResult run_mlp_training(ProcessGroupMesh<MlpMesh>& groups, const CommCount
   return result;
 }
 
+template <typename M>
+std::string mlp_wrong_stage_count_problem(ProcessGroupMesh<M>& groups) {
+  const Model model = initial_model();
+  try {
+    PipelinedMlp<double, Pipeline<stages, micro_batches, schedule::GPipe>> mlp(
+        groups, "pp", std::span<const MatrixXd>(model.w), std::span<const VectorXd>(model.b));
+    return "a 4-stage MLP was built over an axis of extent " + std::to_string(groups.mesh().extent("pp"));
+  } catch (const std::invalid_argument&) {
+    return "";
+  }
+}
+template std::string mlp_wrong_stage_count_problem(ProcessGroupMesh<Mesh<Axis<"pp", 3>>>& groups);
+
 }  // namespace shardwise::testing
