@@ -298,7 +298,6 @@ constexpr FfnSchedule ffn_backward(ffn_plan_data& p) {
 
 constexpr FfnKind ffn_classify(const ffn_plan_data& p) {
   const auto &x = p.x, &y = p.y;
-  const axis_list none{};
   if (!(x == y)) return FfnKind::unsupported;
   const bool weights_whole = p.w1[0].empty() && p.w1[1].empty() && p.w2[0].empty() && p.w2[1].empty();
   if (x[0].empty() && x[1].empty() && x[2].empty() && weights_whole) return FfnKind::unsharded;
