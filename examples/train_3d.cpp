@@ -147,11 +147,13 @@ sw::Traffic modeled_step_traffic(const Mesh3& mesh, const Mesh3::coordinate_type
   return *tensor + *pipeline + *data + loss;
 }
 
-template <typename P, typename Comm>
-int train(Comm comm, const Options& options) {
+/// One training run on this rank; `comm` spans the 8 ranks (MPI or the virtual cluster, type-erased
+/// so that the program compiles the run once per schedule, not once per backend as well).
+template <typename P>
+int train(sw::AnyCommunicator comm, const Options& options) {
   auto counters = std::make_shared<sw::CommCounters>();
   sw::ParallelContext<Mesh3> context(
-      sw::ProcessGroupMesh<Mesh3>(sw::CountingCommunicator<Comm>(std::move(comm), counters)),
+      sw::ProcessGroupMesh<Mesh3>(sw::CountingCommunicator<sw::AnyCommunicator>(std::move(comm), counters)),
       {{sw::ParallelMode::data, {"dp"}}, {sw::ParallelMode::pipeline, {"pp"}}, {sw::ParallelMode::tensor, {"tp"}}});
   auto& world = context.group(sw::ParallelMode::global);
   auto& data_group = context.group(sw::ParallelMode::data);
@@ -241,8 +243,7 @@ int train(Comm comm, const Options& options) {
   return diff <= tolerance && match ? 0 : 1;
 }
 
-template <typename Comm>
-int train(Comm comm, const Options& options) {
+int train(sw::AnyCommunicator comm, const Options& options) {
   if (options.gpipe) return train<sw::Pipeline<stages, micro_batches, sw::schedule::GPipe>>(std::move(comm), options);
   return train<sw::Pipeline<stages, micro_batches, sw::schedule::OneFOneB>>(std::move(comm), options);
 }
@@ -276,7 +277,7 @@ int main(int argc, char** argv) {
     try {
       sw::run_virtual_cluster(8, [&](sw::VirtualCommunicator& comm) {
         const int rank = comm.rank();
-        const int result = train(std::move(comm), options);
+        const int result = train(sw::AnyCommunicator(std::move(comm)), options);
         if (rank == 0) status = result;
       });
     } catch (const std::exception& e) {
@@ -298,7 +299,7 @@ int main(int argc, char** argv) {
                              "or train_3d --virtual\n", size);
       status = 2;
     } else {
-      status = train(sw::MpiCommunicator(MPI_COMM_WORLD), options);
+      status = train(sw::AnyCommunicator(sw::MpiCommunicator(MPI_COMM_WORLD)), options);
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "train_3d: %s\n", e.what());

@@ -16,9 +16,8 @@
 
 namespace shardwise::testing {
 
-/// Tensor parallelism on one axis.
-using TpLine = Mesh<Axis<"tp", dynamic_extent>>;
-/// Two axes: GSPMD's batch and model axes, or data-parallel replicas around tensor parallelism.
+/// Two axes: GSPMD's batch and model axes; Megatron runs over y, with x an axis of independent
+/// replicas (x = 1 makes it a plain tensor-parallel line).
 using Grid2 = Mesh<Axis<"x", dynamic_extent>, Axis<"y", dynamic_extent>>;
 /// The pipelined MLP: independent replicas along dp (same data), 4 stages along pp.
 using MlpMesh = Mesh<Axis<"dp", dynamic_extent>, Axis<"pp", 4>>;
@@ -43,11 +42,10 @@ struct FfnCase {
   std::function<FfnCaseResult(ProcessGroupMesh<M>&, FfnShape, std::uint64_t seed, const CommCounters* counters)> run;
 };
 
-/// Unsharded, MegatronTP and MegatronSP over "tp" (fp64), and MegatronTP in fp32.
-std::vector<FfnCase<TpLine>> ffn_line_cases();
-/// GSPMD over (x, y) and (y, x) (fp64, and fp32), MegatronTP and SP over y with x as an axis
-/// of independent replicas.
-std::vector<FfnCase<Grid2>> ffn_grid_cases();
+/// Every policy: Unsharded, GSPMD over (x, y), MegatronTP and MegatronSP over y, in fp64; and
+/// MegatronTP and GSPMD in fp32. (Few instantiations: each costs tens of seconds to compile
+/// under the sanitizers.)
+std::vector<FfnCase<Grid2>> ffn_cases();
 
 /// Which pipeline schedule, optimizer and update mode a training run uses.
 enum class ScheduleKind { gpipe, one_f_one_b };
@@ -72,11 +70,11 @@ MlpRunResult run_mlp_training(ProcessGroupMesh<MlpMesh>& groups, const CommCount
 /// Largest relative error of the serial FeedForward's gradients against central differences.
 double serial_ffn_finite_difference_error();
 
-/// Feeds a MegatronTP layer (over `groups`) mismatched shapes: a wrong model width, a
+/// Feeds a MegatronTP layer (over y of `groups`) mismatched shapes: a wrong model width, a
 /// backward before any forward, a backward whose batch differs from the forward's, and
 /// parameters of inconsistent shapes. Returns what went wrong ("" when every misuse threw
 /// std::invalid_argument and a correct backward did not). Collective over `groups`.
-std::string ffn_misuse_problems(ProcessGroupMesh<TpLine>& groups);
+std::string ffn_misuse_problems(ProcessGroupMesh<Grid2>& groups);
 
 /// Builds the 4-stage pipelined MLP over an axis of another extent; "" when that throws
 /// std::invalid_argument, as it must.

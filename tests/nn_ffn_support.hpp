@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "nn_cases.hpp"
+#include "nn_gemm_instances.hpp"
 #include "nn_reference.hpp"
 #include "shardwise/nn/feed_forward.hpp"
 
@@ -97,8 +98,8 @@ void add_ffn_case(std::vector<FfnCase<M>>& cases, std::string name) {
                    &run_ffn_case<Scalar, M, ShX, ShW1, ShW2>});
 }
 
-/// The fp32 cases, in a translation unit of their own (nn_ffn_cases_fp32.cpp).
-void add_fp32_line_cases(std::vector<FfnCase<TpLine>>& cases);
-void add_fp32_grid_cases(std::vector<FfnCase<Grid2>>& cases);
+/// The cases are compiled in three translation units, so that two cores build them in parallel.
+void add_megatron_cases(std::vector<FfnCase<Grid2>>& cases);  // nn_ffn_cases_megatron.cpp
+void add_fp32_cases(std::vector<FfnCase<Grid2>>& cases);      // nn_ffn_cases_fp32.cpp
 
 }  // namespace shardwise::testing

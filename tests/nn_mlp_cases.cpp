@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "nn_cases.hpp"
+#include "nn_gemm_instances.hpp"
 #include "nn_reference.hpp"
 #include "shardwise/nn/mlp.hpp"
 
@@ -98,7 +99,7 @@ std::vector<double> train_serial_per_micro_batch(SerialMlp& mlp, OptimizerKind k
         const std::int64_t n = detail::block_size(rows, micro_batches, s.micro_batch);
         if (s.action == PipelineAction::forward) {
           if (i == 0) act[0][r] = inputs().middleRows(begin, n);
-          act[l + 1][r] = ((act[l][r] * layer.w).rowwise() + layer.b.transpose()).cwiseMax(0.0);
+          act[l + 1][r] = layer.forward(act[l][r]);
           if (i + 1 == stages) {
             const double scale = n > 0 ? 1.0 / (static_cast<double>(n) * output_width) : 0.0;
             const MatrixXd diff = act[stages][r] - targets().middleRows(begin, n);
@@ -106,10 +107,7 @@ std::vector<double> train_serial_per_micro_batch(SerialMlp& mlp, OptimizerKind k
             grad[stages][r] = 2.0 * scale * diff;
           }
         } else {
-          const MatrixXd dz = (grad[l + 1][r].array() * (act[l + 1][r].array() > 0.0).cast<double>()).matrix();
-          layer.dw = act[l][r].transpose() * dz;
-          layer.db = dz.colwise().sum().transpose();
-          if (i > 0) grad[l][r] = dz * layer.w.transpose();  // with the weights before this update
+          grad[l][r] = layer.backward(act[l][r], act[l + 1][r], grad[l + 1][r]);  // with the weights before this update
           optimizers[l].step(parameters_of(layer));
         }
       }

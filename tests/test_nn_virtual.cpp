@@ -66,18 +66,18 @@ constexpr sw::FfnShape tiny{1, 2, 3, 2};  // fewer tokens and hidden units than 
 
 }  // namespace
 
-TEST(FfnVirtual, EveryLinePolicyMatchesSerialAndItsTrafficModel) {
-  const auto cases = ffn_line_cases();
+TEST(FfnVirtual, EveryPolicyOnOneAxisMatchesSerialAndItsTrafficModel) {
+  // x = 1: GSPMD's batch axis is trivial; Megatron runs over y = 1 .. 4 ranks.
   std::uint64_t seed = 1;
-  for (const auto& c : cases)
+  for (const auto& c : ffn_cases())
     for (int ranks : {1, 2, 3, 4})
-      for (const auto& shape : {even, uneven, tiny}) expect_ffn_case(c, TpLine{ranks}, shape, seed++);
+      for (const auto& shape : {even, uneven, tiny}) expect_ffn_case(c, Grid2{1, ranks}, shape, seed++);
 }
 
-TEST(FfnVirtual, EveryGridPolicyMatchesSerialAndItsTrafficModel) {
-  const auto cases = ffn_grid_cases();
+TEST(FfnVirtual, EveryPolicyOnTwoAxesMatchesSerialAndItsTrafficModel) {
+  // GSPMD on both axes; Megatron over y with independent replicas along x.
   std::uint64_t seed = 100;
-  for (const auto& c : cases) {
+  for (const auto& c : ffn_cases()) {
     expect_ffn_case(c, Grid2{2, 3}, even, seed++);
     expect_ffn_case(c, Grid2{2, 3}, uneven, seed++);
     expect_ffn_case(c, Grid2{3, 2}, uneven, seed++);
@@ -86,12 +86,11 @@ TEST(FfnVirtual, EveryGridPolicyMatchesSerialAndItsTrafficModel) {
 }
 
 TEST(FfnVirtual, MegatronTpIsExactlyOneAllReduceOfBsmEachWay) {
-  const auto cases = ffn_line_cases();
   const sw::FfnShape shape{2, 5, 6, 8};
   const std::int64_t n = shape.b * shape.s * shape.m;
-  for (const auto& c : cases) {
-    if (c.name != "MegatronTP fp64") continue;
-    const auto results = expect_ffn_case(c, TpLine{3}, shape, 9);
+  for (const auto& c : ffn_cases()) {
+    if (c.name != "MegatronTP over y fp64") continue;
+    const auto results = expect_ffn_case(c, Grid2{1, 3}, shape, 9);
     for (int rank = 0; rank < 3; ++rank) {
       const auto& r = results[static_cast<std::size_t>(rank)];
       const sw::Traffic one = sw::detail::ring_all_reduce_traffic(n, 3, rank, sizeof(double));
@@ -112,7 +111,7 @@ TEST(FfnVirtual, SerialReferenceMatchesFiniteDifferences) {
 
 TEST(FfnVirtual, MismatchedShapesThrow) {
   sw::run_virtual_cluster(2, [](sw::VirtualCommunicator& comm) {
-    sw::ProcessGroupMesh<TpLine> groups(std::move(comm), TpLine{2});
+    sw::ProcessGroupMesh<Grid2> groups(std::move(comm), Grid2{1, 2});
     EXPECT_EQ(ffn_misuse_problems(groups), "");
   });
 }

@@ -56,6 +56,7 @@ class DenseRelu {
                                   " entries but W has " + std::to_string(weight_.cols()) + " columns");
   }
 
+  /// Widths of x and y (W's rows and columns).
   [[nodiscard]] std::int64_t input_width() const noexcept { return weight_.rows(); }
   [[nodiscard]] std::int64_t output_width() const noexcept { return weight_.cols(); }
 
@@ -65,7 +66,7 @@ class DenseRelu {
     const std::int64_t n = in.rows();
     slot.input = in;
     out.resize(n, output_width());
-    detail::gemm<Scalar, Eigen::RowMajor, Eigen::ColMajor, Eigen::RowMajor>(
+    detail::nn_gemm<Scalar, Eigen::RowMajor, Eigen::ColMajor, Eigen::RowMajor>(
         out.data(), detail::block_ref<Scalar, Eigen::RowMajor>::whole(in.data(), n, input_width()),
         detail::block_ref<Scalar, Eigen::ColMajor>::whole(weight_.data(), input_width(), output_width()), false);
     out.rowwise() += bias_.transpose();
@@ -78,22 +79,24 @@ class DenseRelu {
     Slot& slot = slot_of(micro_batch);
     const std::int64_t n = grad_out.rows();
     dz_ = (slot.output.array() > Scalar(0)).select(grad_out, Scalar(0));
-    detail::gemm<Scalar, Eigen::ColMajor, Eigen::RowMajor, Eigen::ColMajor>(
+    detail::nn_gemm<Scalar, Eigen::ColMajor, Eigen::RowMajor, Eigen::ColMajor>(
         weight_grad_.data(), detail::transposed<Scalar, Eigen::RowMajor>(slot.input.data(), n, input_width()),
         detail::block_ref<Scalar, Eigen::RowMajor>::whole(dz_.data(), n, output_width()), true);
     bias_grad_ += dz_.colwise().sum().transpose();
     if (grad_in == nullptr) return;
     grad_in->resize(n, input_width());
-    detail::gemm<Scalar, Eigen::RowMajor, Eigen::RowMajor, Eigen::RowMajor>(
+    detail::nn_gemm<Scalar, Eigen::RowMajor, Eigen::RowMajor, Eigen::RowMajor>(
         grad_in->data(), detail::block_ref<Scalar, Eigen::RowMajor>::whole(dz_.data(), n, output_width()),
         detail::transposed<Scalar, Eigen::ColMajor>(weight_.data(), input_width(), output_width()), false);
   }
 
+  /// The parameters, and their gradients summed over every backward() since zero_grad().
   [[nodiscard]] const weight_matrix& weight() const noexcept { return weight_; }
   [[nodiscard]] const vector& bias() const noexcept { return bias_; }
   [[nodiscard]] const weight_matrix& weight_gradient() const noexcept { return weight_grad_; }
   [[nodiscard]] const vector& bias_gradient() const noexcept { return bias_grad_; }
 
+  /// Sets the gradients to zero.
   void zero_grad() {
     weight_grad_.setZero();
     bias_grad_.setZero();
@@ -147,9 +150,11 @@ class FeedForwardStage {
         dy_(layer.groups(), 0, 1, layer.model_width()),
         dx_(layer.groups(), 0, 1, layer.model_width()) {}
 
+  /// Both are the layer's model width m.
   [[nodiscard]] std::int64_t input_width() const noexcept { return layer_->model_width(); }
   [[nodiscard]] std::int64_t output_width() const noexcept { return layer_->model_width(); }
 
+  /// out = the layer's Y for X = in (rows x 1 x m), keeping the layer's cache for micro_batch.
   void forward(int micro_batch, const matrix& in, matrix& out) {
     x_.reshape(in.rows(), 1, input_width());
     y_.reshape(in.rows(), 1, output_width());
@@ -158,6 +163,7 @@ class FeedForwardStage {
     out = y_.local();
   }
 
+  /// Adds the layer's gradients for dY = grad_out; writes dX unless grad_in is null (then no dX collective).
   void backward(int micro_batch, const matrix& grad_out, matrix* grad_in) {
     dy_.reshape(grad_out.rows(), 1, output_width());
     dy_.local() = grad_out;
@@ -170,6 +176,7 @@ class FeedForwardStage {
     *grad_in = dx_.local();
   }
 
+  /// The FeedForward this stage runs.
   [[nodiscard]] Ffn& layer() noexcept { return *layer_; }
 
  private:
@@ -238,6 +245,7 @@ class PipelinedMlp {
     return loss / P::micro_batches;
   }
 
+  /// This rank's layer, its stage index, and the engine that runs the schedule.
   [[nodiscard]] DenseRelu<Scalar>& layer() noexcept { return layer_; }
   [[nodiscard]] int stage() const noexcept { return engine_.stage(); }
   [[nodiscard]] PipelineEngine<P, DenseRelu<Scalar>>& engine() noexcept { return engine_; }

@@ -1,27 +1,24 @@
-// FeedForward cases on one tensor-parallel axis: Unsharded, MegatronTP, MegatronSP.
+// FeedForward cases: MegatronTP and MegatronSP over y (x is an axis of independent replicas:
+// the layer never communicates along it), fp64; misuse; the serial reference's gradients.
 #include "nn_ffn_support.hpp"
 
 namespace shardwise::testing {
+
+namespace {
+using MegatronTp = FeedForward<double, Grid2, TS<R, R, R>, TS<R, S<"y">>, TS<S<"y">, R>>;
+}  // namespace
 
 double FfnCaseResult::worst_error() const {
   return std::max({error_y, error_dx, error_dw1, error_db1, error_dw2, error_db2});
 }
 
-std::vector<FfnCase<TpLine>> ffn_line_cases() {
-  using X = TS<R, R, R>;
-  using Xs = TS<R, S<"tp">, R>;
-  using W1 = TS<R, S<"tp">>;
-  using W2 = TS<S<"tp">, R>;
-  std::vector<FfnCase<TpLine>> cases;
-  add_ffn_case<double, TpLine, X, TS<R, R>, TS<R, R>>(cases, "Unsharded");
-  add_ffn_case<double, TpLine, X, W1, W2>(cases, "MegatronTP");
-  add_ffn_case<double, TpLine, Xs, W1, W2>(cases, "MegatronSP");
-  add_fp32_line_cases(cases);
-  return cases;
+void add_megatron_cases(std::vector<FfnCase<Grid2>>& cases) {
+  add_ffn_case<double, Grid2, TS<R, R, R>, TS<R, S<"y">>, TS<S<"y">, R>>(cases, "MegatronTP over y");
+  add_ffn_case<double, Grid2, TS<R, S<"y">, R>, TS<R, S<"y">>, TS<S<"y">, R>>(cases, "MegatronSP over y");
 }
 
-std::string ffn_misuse_problems(ProcessGroupMesh<TpLine>& groups) {
-  using Layer = FeedForward<double, TpLine, TS<R, R, R>, TS<R, S<"tp">>, TS<S<"tp">, R>>;  // as in the cases above
+std::string ffn_misuse_problems(ProcessGroupMesh<Grid2>& groups) {
+  using Layer = MegatronTp;  // the type of the case above: nothing new to compile
   std::string problems;
   auto expect_throw = [&](const char* what, auto&& f) {
     try {
