@@ -8,6 +8,10 @@
 //   sharded_matrix             a matrix distributed over the mesh; reshard and reduce
 //   matmul                     C = A * B, one compiled schedule per policy
 //   nn/pipeline_schedule       constexpr GPipe / 1F1B tables
+//   nn/ffn_policy              FeedForward policy choice, schedules, cost model (compile-time)
+//   nn/feed_forward            the sharded FeedForward layer, forward and backward
+//   nn/optimizer               SGD, Adam, gradient all-reduce over data-parallel replicas
+//   nn/pipeline, nn/mlp        pipeline engine (point-to-point between stages), pipelined MLP
 #pragma once
 
 #if __cplusplus < 202002L
@@ -26,3 +30,9 @@
 #include "shardwise/sharded_matrix.hpp"
 #include "shardwise/matmul.hpp"
 #include "shardwise/nn/pipeline_schedule.hpp"
+#include "shardwise/nn/ffn_policy.hpp"
+#include "shardwise/nn/sharded_activation.hpp"
+#include "shardwise/nn/feed_forward.hpp"
+#include "shardwise/nn/optimizer.hpp"
+#include "shardwise/nn/pipeline.hpp"
+#include "shardwise/nn/mlp.hpp"

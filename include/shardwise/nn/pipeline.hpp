@@ -1,0 +1,239 @@
+// shardwise/nn/pipeline.hpp: runs a model cut into stages over a pipeline of ranks.
+//
+//   sw::PipelineEngine<sw::Pipeline<4, 8, sw::schedule::OneFOneB>, MyStage> engine(groups.group_along({"pp"}), stage);
+//   double loss = engine.run(rows, inputs, targets, [&](int) { return 1.0 / (rows * width); }, [](int) {});
+//
+// Each rank of the stage group (its group rank is its stage) runs one stage: a
+// PipelineModule with forward(r, in, out) and backward(r, grad_out, grad_in*) per
+// micro-batch r. The engine walks the constexpr table of Pipeline<S, R, Schedule>
+// (nn/pipeline_schedule.hpp) cycle by cycle: in each cycle a stage runs the forward or the
+// backward the table gives it, and at the end of the cycle activations go to the next
+// stage and gradients to the previous one as point-to-point messages. The last stage
+// computes an MSE loss, scale(r) * sum((y - t)^2) for micro-batch r, and seeds the
+// backward with its gradient 2 * scale(r) * (y - t).
+//
+// Deadlock freedom under MPI, where a send may block until the receiver posts its receive
+// (rendezvous), whereas the virtual cluster always buffers: every rank knows the whole
+// table, so at the end of cycle c both ends of a link (i, i+1) know what crosses it. The
+// links are served in two phases, first those whose lower stage is even, then the odd
+// ones, so a rank talks to at most one neighbour at a time and both ends of a link post
+// matching operations: one sendrecv when messages go both ways (1F1B's steady state), a
+// send facing a recv otherwise. No rank can wait on a rank that waits on it.
+//
+// Micro-batch r is rows [block_begin(rows, R, r), ...) of the batch: sizes differ by at
+// most one (empty micro-batches are allowed). Activations are row-major (rows = samples),
+// so a micro-batch is a contiguous block. Buffers are kept per micro-batch and reused
+// from step to step: no allocation in steady state.
+#pragma once
+
+#include <Eigen/Core>
+#include <concepts>
+#include <cstdint>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "shardwise/comm/any_communicator.hpp"
+#include "shardwise/detail/partition.hpp"
+#include "shardwise/detail/traffic.hpp"
+#include "shardwise/nn/pipeline_schedule.hpp"
+
+namespace shardwise {
+
+/// An activation (or its gradient) passed between pipeline stages: rows are samples, row-major.
+template <typename Scalar>
+using PipelineMatrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+/// One stage of a pipelined model. forward(r, in, out) computes the stage's output for
+/// micro-batch r (resizing `out`) and keeps what backward(r, ...) needs; backward(r,
+/// grad_out, grad_in) adds the parameter gradients and, unless grad_in is null (the first
+/// stage), writes the gradient of the input.
+template <typename T>
+concept PipelineModule =
+    requires(T& module, const T& cmodule, int micro_batch, const PipelineMatrix<typename T::scalar_type>& in,
+             PipelineMatrix<typename T::scalar_type>& out, PipelineMatrix<typename T::scalar_type>* grad_in) {
+      { cmodule.input_width() } -> std::convertible_to<std::int64_t>;
+      { cmodule.output_width() } -> std::convertible_to<std::int64_t>;
+      module.forward(micro_batch, in, out);
+      module.backward(micro_batch, in, grad_in);
+    };
+
+namespace detail {
+template <typename T>
+inline constexpr bool is_pipeline_v = false;
+template <int S, int R, typename Schedule>
+inline constexpr bool is_pipeline_v<Pipeline<S, R, Schedule>> = true;
+}  // namespace detail
+
+/// Runs Module as stage `stage_group.rank()` of the pipeline P = Pipeline<S, R, Schedule>.
+template <typename P, PipelineModule Module>
+class PipelineEngine {
+  static_assert(detail::is_pipeline_v<P>,
+                "shardwise::PipelineEngine<P, Module>: P must be a shardwise::Pipeline<S, R, Schedule>");
+
+ public:
+  using pipeline_type = P;
+  using scalar_type = typename Module::scalar_type;
+  using matrix = PipelineMatrix<scalar_type>;
+  static constexpr int stages = P::stages;
+  static constexpr int micro_batches = P::micro_batches;
+
+  /// `stage_group` holds the S stages in order (e.g. group_along({"pp"})); both it and
+  /// `module` must outlive the engine. Throws std::invalid_argument unless it has S ranks.
+  PipelineEngine(AnyCommunicator& stage_group, Module& module) : comm_(&stage_group), module_(&module) {
+    if (stage_group.size() != stages)
+      throw std::invalid_argument("shardwise::PipelineEngine: the pipeline has " + std::to_string(stages) +
+                                  " stages but the stage group has " + std::to_string(stage_group.size()) +
+                                  " ranks; give every stage one rank (e.g. a mesh axis of extent " +
+                                  std::to_string(stages) + ")");
+    stage_ = stage_group.rank();
+    const auto r = static_cast<std::size_t>(micro_batches);
+    input_.resize(r);
+    output_.resize(r);
+    grad_output_.resize(r);
+    grad_input_.resize(r);
+  }
+
+  /// This rank's stage (0 reads the inputs, S - 1 computes the loss).
+  [[nodiscard]] int stage() const noexcept { return stage_; }
+  [[nodiscard]] bool is_first() const noexcept { return stage_ == 0; }
+  [[nodiscard]] bool is_last() const noexcept { return stage_ == stages - 1; }
+
+  /// Rows of micro-batch r in a batch of `rows` rows.
+  [[nodiscard]] static constexpr std::int64_t micro_batch_rows(std::int64_t rows, int r) {
+    return detail::block_size(rows, micro_batches, r);
+  }
+
+  /// Runs the forward and backward of all R micro-batches of a batch of `rows` rows, as the
+  /// table says; collective over the stage group (every stage passes the same `rows`).
+  /// The first stage reads `inputs` (rows x input_width()), the last `targets` (rows x
+  /// output_width()); other stages may pass empty matrices. `scale(r)` weighs micro-batch r's
+  /// squared error; `after_backward(r)` runs right after this stage's backward of r (for an
+  /// update per micro-batch). Returns sum over r of scale(r) * sum((y - t)^2) on the last
+  /// stage, 0 on the others.
+  template <typename Scale, typename AfterBackward>
+  double run(std::int64_t rows, const Eigen::Ref<const matrix>& inputs, const Eigen::Ref<const matrix>& targets,
+             Scale&& scale, AfterBackward&& after_backward) {
+    const std::int64_t in_width = module_->input_width(), out_width = module_->output_width();
+    if (is_first() && (inputs.rows() != rows || inputs.cols() != in_width))
+      throw std::invalid_argument("shardwise::PipelineEngine::run: the first stage needs inputs of " +
+                                  std::to_string(rows) + " x " + std::to_string(in_width) + ", got " +
+                                  std::to_string(inputs.rows()) + " x " + std::to_string(inputs.cols()));
+    if (is_last() && (targets.rows() != rows || targets.cols() != out_width))
+      throw std::invalid_argument("shardwise::PipelineEngine::run: the last stage needs targets of " +
+                                  std::to_string(rows) + " x " + std::to_string(out_width) + ", got " +
+                                  std::to_string(targets.rows()) + " x " + std::to_string(targets.cols()));
+    for (int r = 0; r < micro_batches; ++r) {
+      const auto i = static_cast<std::size_t>(r);
+      const std::int64_t n = micro_batch_rows(rows, r);
+      input_[i].resize(n, in_width);
+      grad_output_[i].resize(n, out_width);
+    }
+    double loss = 0.0;
+    for (int cycle = 0; cycle < P::cycles; ++cycle) {
+      const PipelineStep step = P::step(stage_, cycle);
+      const int r = step.micro_batch;
+      const auto i = static_cast<std::size_t>(r);
+      if (step.action == PipelineAction::forward) {
+        const std::int64_t begin = detail::block_begin(rows, micro_batches, r), n = micro_batch_rows(rows, r);
+        if (is_first()) input_[i] = inputs.middleRows(begin, n);
+        module_->forward(r, input_[i], output_[i]);
+        check_output(output_[i], n, out_width);
+        if (is_last()) {
+          grad_output_[i] = output_[i] - targets.middleRows(begin, n);
+          const double weight = static_cast<double>(scale(r));
+          loss += weight * static_cast<double>(grad_output_[i].squaredNorm());
+          grad_output_[i] *= static_cast<scalar_type>(2.0 * weight);
+        }
+      } else if (step.action == PipelineAction::backward) {
+        module_->backward(r, grad_output_[i], is_first() ? nullptr : &grad_input_[i]);
+        if (!is_first()) check_gradient(grad_input_[i], micro_batch_rows(rows, r), in_width);
+        after_backward(r);
+      }
+      exchange(cycle);
+    }
+    return loss;
+  }
+
+  /// Bytes and messages `stage` sends in one run(): an activation per micro-batch to the
+  /// next stage (all but the last) and a gradient per micro-batch to the previous one (all
+  /// but the first). The counting communicator charges exactly this.
+  [[nodiscard]] static constexpr Traffic send_traffic(int stage, std::int64_t rows, std::int64_t input_width,
+                                                      std::int64_t output_width, std::int64_t scalar_bytes) {
+    Traffic total;
+    for (int r = 0; r < micro_batches; ++r) {
+      if (stage + 1 < stages) total += detail::message_traffic(micro_batch_rows(rows, r) * output_width, scalar_bytes);
+      if (stage > 0) total += detail::message_traffic(micro_batch_rows(rows, r) * input_width, scalar_bytes);
+    }
+    return total;
+  }
+
+ private:
+  static constexpr int tag = 0x7e1;
+
+  static void check_output(const matrix& out, std::int64_t rows, std::int64_t width) {
+    if (out.rows() != rows || out.cols() != width)
+      throw std::logic_error("shardwise::PipelineEngine: the module's forward gave " + std::to_string(out.rows()) +
+                             " x " + std::to_string(out.cols()) + " for a micro-batch of " + std::to_string(rows) +
+                             " rows; it must give rows x output_width() = " + std::to_string(width));
+  }
+
+  static void check_gradient(const matrix& grad, std::int64_t rows, std::int64_t width) {
+    if (grad.rows() != rows || grad.cols() != width)
+      throw std::logic_error("shardwise::PipelineEngine: the module's backward gave an input gradient of " +
+                             std::to_string(grad.rows()) + " x " + std::to_string(grad.cols()) + " for a micro-batch of " +
+                             std::to_string(rows) + " rows; it must give rows x input_width() = " + std::to_string(width));
+  }
+
+  static std::span<const scalar_type> view(const matrix& m) {
+    return {m.data(), static_cast<std::size_t>(m.size())};
+  }
+  static std::span<scalar_type> view(matrix& m) { return {m.data(), static_cast<std::size_t>(m.size())}; }
+
+  /// One phase per parity of the link's lower stage; see the top of this file.
+  void exchange(int cycle) {
+    for (int phase = 0; phase < 2; ++phase) {
+      if (stage_ % 2 == phase && stage_ + 1 < stages) link_to_next(cycle);
+      else if (stage_ >= 1 && (stage_ - 1) % 2 == phase) link_to_previous(cycle);
+    }
+  }
+
+  /// This stage is the lower end: its activation goes up, the next stage's gradient comes down.
+  void link_to_next(int cycle) {
+    const PipelineStep mine = P::step(stage_, cycle), theirs = P::step(stage_ + 1, cycle);
+    const bool send = mine.action == PipelineAction::forward;
+    const bool receive = theirs.action == PipelineAction::backward;
+    const int next = stage_ + 1;
+    if (send && receive)
+      comm_->sendrecv(view(output_[index(mine)]), next, view(grad_output_[index(theirs)]), next, tag);
+    else if (send)
+      comm_->send(view(output_[index(mine)]), next, tag);
+    else if (receive)
+      comm_->recv(view(grad_output_[index(theirs)]), next, tag);
+  }
+
+  /// This stage is the upper end: its input gradient goes down, the previous stage's activation comes up.
+  void link_to_previous(int cycle) {
+    const PipelineStep mine = P::step(stage_, cycle), theirs = P::step(stage_ - 1, cycle);
+    const bool send = mine.action == PipelineAction::backward;
+    const bool receive = theirs.action == PipelineAction::forward;
+    const int previous = stage_ - 1;
+    if (send && receive)
+      comm_->sendrecv(view(grad_input_[index(mine)]), previous, view(input_[index(theirs)]), previous, tag);
+    else if (send)
+      comm_->send(view(grad_input_[index(mine)]), previous, tag);
+    else if (receive)
+      comm_->recv(view(input_[index(theirs)]), previous, tag);
+  }
+
+  static std::size_t index(const PipelineStep& step) { return static_cast<std::size_t>(step.micro_batch); }
+
+  AnyCommunicator* comm_;
+  Module* module_;
+  int stage_ = 0;
+  std::vector<matrix> input_, output_, grad_output_, grad_input_;  // per micro-batch
+};
+
+}  // namespace shardwise

@@ -1,0 +1,215 @@
+// shardwise/nn/sharded_activation.hpp: an activation X[b, s, m] distributed over a mesh.
+//
+// Layout: a rank-3 activation is kept as a 2-D matrix of tokens x model, with the tokens
+// SEQUENCE-MAJOR: row = s * b + b_index (Megatron-LM's [s, b, h] layout), both globally
+// and in every rank's block (row = s_local * b_local + b_local_index). Why: a split along
+// the sequence (Megatron-SP) is then a split into contiguous row blocks, so its AllGather
+// and ReduceScatter land in place with no packing. A split along the batch (GSPMD) is not
+// contiguous in the global order, but no policy gathers along b. With s = 1 (an MLP on
+// plain samples) the rows are simply the samples.
+//
+// Storage order of the block: column-major when m is split (an AllGather or ReduceScatter
+// along m then moves contiguous column blocks), row-major otherwise (one along s moves
+// contiguous row blocks). Blocks differ by at most one (detail/partition.hpp).
+//
+// Replicated means "not split over that axis". A tensor is only ever communicated along
+// the axes its sharding names: along the others, each group of ranks holds its own
+// (e.g. data-parallel replicas with different data, or pipeline stages).
+#pragma once
+
+#include <Eigen/Core>
+#include <cstdint>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "shardwise/policy.hpp"
+#include "shardwise/process_group_mesh.hpp"
+#include "shardwise/sharded_matrix.hpp"
+#include "shardwise/sharding.hpp"
+
+namespace shardwise {
+
+namespace detail {
+
+/// Every axis a sharding names, in mesh order.
+template <MeshType M, TensorShardingType Sh>
+constexpr axis_list named_axes() {
+  const auto r = resolve_sharding<M, Sh>();
+  axis_list axes;
+  for (int a = 0; a < static_cast<int>(M::ndim); ++a) {
+    bool named = false;
+    for (const auto& dim : r.dims) named = named || contains(dim, a);
+    named = named || contains(r.partial, a);
+    if (named) axes.push_back(a);
+  }
+  return axes;
+}
+
+/// The rank-3 checks of an activation sharding, with messages for a person.
+template <MeshType M, TensorShardingType Sh>
+struct checked_activation_sharding {
+  static_assert(Sh::rank == 3,
+                "shardwise::ShardedActivation: an activation X[b, s, m] needs a TensorSharding of three dimensions "
+                "(batch, sequence, model), e.g. TensorSharding<Replicated, Split<\"tp\">, Replicated>");
+  static_assert(!Sh::is_partial, "shardwise::ShardedActivation: an activation cannot be Partial; reduce it first");
+  static constexpr bool value = Sh::rank == 3 && !Sh::is_partial && checked_sharding<M, Sh, 3>::value;
+};
+
+}  // namespace detail
+
+/// An activation X[b, s, m] distributed over the mesh M as the rank-3 sharding Sh says.
+template <typename Scalar, MeshType M, TensorShardingType Sh>
+class ShardedActivation {
+  static_assert(std::is_same_v<Scalar, float> || std::is_same_v<Scalar, double>,
+                "shardwise::ShardedActivation: the scalar type must be float or double");
+  static_assert(detail::checked_activation_sharding<M, Sh>::value);
+
+ public:
+  using scalar_type = Scalar;
+  using mesh_type = M;
+  using sharding = Sh;
+  /// Column-major when m is split, row-major otherwise (see the top of this file).
+  static constexpr int storage_order = Sh::dim_axes[2].empty() ? Eigen::RowMajor : Eigen::ColMajor;
+  /// This rank's block: local tokens (sequence-major) x local m.
+  using local_matrix = detail::dense_matrix<Scalar, storage_order>;
+  /// The whole activation: b*s tokens (sequence-major) x m.
+  using global_matrix = detail::dense_matrix<Scalar, Eigen::ColMajor>;
+
+  /// A zero activation of global shape [b, s, m].
+  ShardedActivation(ProcessGroupMesh<M>& groups, std::int64_t b, std::int64_t s, std::int64_t m)
+      : ShardedActivation(groups, b, s, m, detail::uninitialized) {
+    block_.setZero();
+  }
+  /// The same, its block allocated but not initialized (for kernels that write all of it).
+  ShardedActivation(ProcessGroupMesh<M>& groups, std::int64_t b, std::int64_t s, std::int64_t m,
+                    detail::uninitialized_t)
+      : groups_(&groups), b_(b), s_(s), m_(m) {
+    if (b < 0 || s < 0 || m < 0)
+      throw std::invalid_argument("shardwise::ShardedActivation: the shape [" + std::to_string(b) + ", " +
+                                  std::to_string(s) + ", " + std::to_string(m) + "] has a negative extent");
+    block_.resize(local_tokens(), local_m());
+  }
+
+  /// From the whole activation (b*s sequence-major rows x m), held by every rank; no communication.
+  template <typename Derived>
+  static ShardedActivation distribute(ProcessGroupMesh<M>& groups, const Eigen::MatrixBase<Derived>& global,
+                                      std::int64_t b, std::int64_t s) {
+    if (global.rows() != b * s)
+      throw std::invalid_argument("shardwise::ShardedActivation::distribute: the global matrix has " +
+                                  std::to_string(global.rows()) + " rows but b * s = " + std::to_string(b * s) +
+                                  " (rows are tokens, sequence-major: row = s_index * b + b_index)");
+    ShardedActivation result(groups, b, s, global.cols(), detail::uninitialized);
+    const std::int64_t lb = result.local_batch(), b0 = result.batch_offset(), s0 = result.seq_offset();
+    const std::int64_t m0 = result.m_offset(), lm = result.local_m();
+    for (std::int64_t si = 0; si < result.local_seq(); ++si)
+      for (std::int64_t bi = 0; bi < lb; ++bi)
+        result.block_.row(si * lb + bi) = global.row((s0 + si) * b + b0 + bi).segment(m0, lm);
+    return result;
+  }
+
+  /// From this rank's block (e.g. a kernel's output); its size must fit the sharding.
+  static ShardedActivation from_local(ProcessGroupMesh<M>& groups, std::int64_t b, std::int64_t s, std::int64_t m,
+                                      local_matrix block) {
+    ShardedActivation result(groups, b, s, m, detail::uninitialized);
+    if (block.rows() != result.local_tokens() || block.cols() != result.local_m())
+      throw std::invalid_argument("shardwise::ShardedActivation::from_local: the block is " +
+                                  std::to_string(block.rows()) + " x " + std::to_string(block.cols()) +
+                                  " but this rank's block of [" + std::to_string(b) + ", " + std::to_string(s) +
+                                  ", " + std::to_string(m) + "] is " + std::to_string(result.local_tokens()) + " x " +
+                                  std::to_string(result.local_m()));
+    result.block_ = std::move(block);
+    return result;
+  }
+
+  /// The whole activation on every rank of the group over the axes Sh names (collective there).
+  [[nodiscard]] global_matrix to_global() const {
+    constexpr detail::axis_list axes = detail::named_axes<M, Sh>();
+    global_matrix global(b_ * s_, m_);
+    if constexpr (axes.empty()) {
+      place(global, groups_->coordinate(), block_.data());
+    } else {
+      AnyCommunicator& group = groups_->group_along_axis_indices(axes);
+      std::vector<std::int64_t> counts(static_cast<std::size_t>(group.size()));
+      std::int64_t total = 0;
+      for (int g = 0; g < group.size(); ++g) {
+        const auto where = geometry_of(member(axes, g));
+        counts[static_cast<std::size_t>(g)] = where.tokens() * where.m;
+        total += counts[static_cast<std::size_t>(g)];
+      }
+      std::vector<Scalar> all(static_cast<std::size_t>(total));
+      group.all_gather_v(std::span<const Scalar>(block_.data(), static_cast<std::size_t>(block_.size())), all, counts);
+      std::int64_t offset = 0;
+      for (int g = 0; g < group.size(); ++g) {
+        place(global, member(axes, g), all.data() + offset);
+        offset += counts[static_cast<std::size_t>(g)];
+      }
+    }
+    return global;
+  }
+
+  /// Global extents.
+  [[nodiscard]] std::int64_t batch() const noexcept { return b_; }
+  [[nodiscard]] std::int64_t seq() const noexcept { return s_; }
+  [[nodiscard]] std::int64_t model() const noexcept { return m_; }
+  /// This rank's extents and offsets along b, s and m.
+  [[nodiscard]] std::int64_t local_batch() const { return geometry_of(groups_->coordinate()).b; }
+  [[nodiscard]] std::int64_t local_seq() const { return geometry_of(groups_->coordinate()).s; }
+  [[nodiscard]] std::int64_t local_m() const { return geometry_of(groups_->coordinate()).m; }
+  [[nodiscard]] std::int64_t local_tokens() const { return geometry_of(groups_->coordinate()).tokens(); }
+  [[nodiscard]] std::int64_t batch_offset() const { return geometry_of(groups_->coordinate()).b0; }
+  [[nodiscard]] std::int64_t seq_offset() const { return geometry_of(groups_->coordinate()).s0; }
+  [[nodiscard]] std::int64_t m_offset() const { return geometry_of(groups_->coordinate()).m0; }
+
+  /// This rank's block, as a map over contiguous storage.
+  [[nodiscard]] Eigen::Map<local_matrix> local() { return {block_.data(), block_.rows(), block_.cols()}; }
+  [[nodiscard]] Eigen::Map<const local_matrix> local() const { return {block_.data(), block_.rows(), block_.cols()}; }
+
+  [[nodiscard]] ProcessGroupMesh<M>& groups() const noexcept { return *groups_; }
+
+  /// Gives the activation a new global shape, keeping the storage when the block size is unchanged.
+  void reshape(std::int64_t b, std::int64_t s, std::int64_t m) {
+    b_ = b, s_ = s, m_ = m;
+    block_.resize(local_tokens(), local_m());
+  }
+
+ private:
+  struct placement {
+    std::int64_t b0, b, s0, s, m0, m;
+    [[nodiscard]] std::int64_t tokens() const noexcept { return b * s; }
+  };
+
+  [[nodiscard]] placement geometry_of(const typename M::coordinate_type& coordinate) const {
+    const detail::block_geometry<M> g{groups_->mesh(), coordinate};
+    constexpr auto r = detail::resolve_sharding<M, Sh>();
+    return {g.offset(b_, r.dims[0]), g.extent(b_, r.dims[0]), g.offset(s_, r.dims[1]),
+            g.extent(s_, r.dims[1]), g.offset(m_, r.dims[2]), g.extent(m_, r.dims[2])};
+  }
+
+  /// Coordinate of group rank g of the group over `axes` (first axis major) that holds this rank.
+  [[nodiscard]] typename M::coordinate_type member(const detail::axis_list& axes, int g) const {
+    auto c = groups_->coordinate();
+    for (std::size_t k = axes.size(); k-- > 0;) {
+      const auto a = static_cast<std::size_t>(axes[k]);
+      c[a] = g % groups_->mesh().extent(a);
+      g /= groups_->mesh().extent(a);
+    }
+    return c;
+  }
+
+  /// Writes the block of the rank at `coordinate` (stored in this type's order) into `global`.
+  void place(global_matrix& global, const typename M::coordinate_type& coordinate, const Scalar* data) const {
+    const placement p = geometry_of(coordinate);
+    const Eigen::Map<const local_matrix> block(data, p.tokens(), p.m);
+    for (std::int64_t si = 0; si < p.s; ++si)
+      for (std::int64_t bi = 0; bi < p.b; ++bi)
+        global.row((p.s0 + si) * b_ + p.b0 + bi).segment(p.m0, p.m) = block.row(si * p.b + bi);
+  }
+
+  ProcessGroupMesh<M>* groups_;
+  std::int64_t b_, s_, m_;
+  local_matrix block_;
+};
+
+}  // namespace shardwise
