@@ -23,6 +23,7 @@
 
 #include <shardwise/shardwise.hpp>
 
+#include "bench_shapes.hpp"
 #include "mpi_benchmark_main.hpp"
 #if SHARDWISE_BENCH_PDGEMM
 #include "pdgemm.hpp"
@@ -322,8 +323,11 @@ void single(benchmark::State& state, sw::MatmulShape s, int kind) {
 
 // ---- registration ------------------------------------------------------------------------------
 
+// SHARDWISE_BENCH_SHAPES or the default list (bench_shapes.hpp), as benchmarks/run sets it.
 std::vector<sw::MatmulShape> shapes() {
-  return {{512, 512, 512}, {1024, 1024, 1024}, {2048, 2048, 2048}, {4096, 4096, 4096}, {16384, 1024, 1024}};
+  std::vector<sw::MatmulShape> result;
+  for (const auto& [m, n, k] : shardwise::bench::shapes_from_environment()) result.push_back({m, n, k});
+  return result;
 }
 
 template <typename F>
@@ -378,9 +382,7 @@ void register_all() {
     }
   }
 #if SHARDWISE_BENCH_PDGEMM
-  std::vector<std::array<long, 3>> pdgemm_shapes;
-  for (const sw::MatmulShape s : shapes()) pdgemm_shapes.push_back({s.m, s.n, s.k});
-  shardwise::bench::register_pdgemm_benchmarks(pdgemm_shapes);
+  shardwise::bench::register_pdgemm_benchmarks(shardwise::bench::shapes_from_environment());
 #endif
 }
 

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Compile-time cost of shardwise: times compiling benchmarks/compile_time/all_policies.cpp (matmul
+# instantiated for all five policies, fp64, 2 x 2 mesh) against benchmarks/compile_time/baseline.cpp
+# (Eigen + MPI doing the same plain work), with the release build's flags, and prints both and
+# the difference (target: < 1.5 s). Also all_policies.cpp with its headers only (no matmul), which
+# splits the difference into parsing and instantiating. Compile only (-c), no link; the runs
+# alternate between the files.
+#
+#   benchmarks/compile_time.sh [--runs N] [--cxx COMPILER] [--output FILE]
+#
+#   --runs N       compilations of each file (default 5); the median and the best are reported
+#   --cxx C        the compiler (default: $CXX, else c++)
+#   --output FILE  also write the results as "key: value" lines (the runner's compile_time.txt)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+runs=5
+cxx=${CXX:-c++}
+output=""
+usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit "${1:-0}"; }
+while (($#)); do
+  case "$1" in
+    --runs) runs=${2:?--runs needs a number}; shift 2 ;;
+    --cxx) cxx=${2:?--cxx needs a compiler}; shift 2 ;;
+    --output) output=${2:?--output needs a file}; shift 2 ;;
+    -h|--help) usage 0 ;;
+    *) echo "compile_time.sh: unknown argument '$1'" >&2; usage 2 >&2 ;;
+  esac
+done
+[[ "$runs" =~ ^[1-9][0-9]*$ ]] || { echo "compile_time.sh: --runs wants a positive integer" >&2; exit 2; }
+command -v "$cxx" >/dev/null || { echo "compile_time.sh: no compiler '$cxx'" >&2; exit 2; }
+command -v pkg-config >/dev/null || { echo "compile_time.sh: needs pkg-config (./scripts/install-deps.sh)" >&2; exit 2; }
+
+# The release build's flags (benchmarks/run: --buildtype=release -Db_ndebug=true
+# -Dcpp_args=-march=native, warning_level=3), the dependencies as system includes like Meson's.
+system_includes() { pkg-config --cflags-only-I "$@" | sed 's/-I/-isystem /g'; }
+# shellcheck disable=SC2207  # the flags are meant to split into words
+flags=(-std=c++20 -O3 -march=native -DNDEBUG -Wall -Wextra -Wpedantic -Iinclude
+       $(system_includes eigen3) $(system_includes mpi-cxx 2>/dev/null || system_includes ompi-cxx)
+       -DOMPI_SKIP_MPICXX=1 -DMPICH_SKIP_MPICXX=1)
+if pkg-config --exists openblas; then  # the BLAS backend, as Meson's -Dblas=auto finds it
+  # shellcheck disable=SC2207
+  flags+=(-DSHARDWISE_USE_BLAS=1 $(system_includes openblas))
+fi
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# Seconds to compile $1 (more flags after it) once, wall clock. Warnings are not shown (GCC 12
+# warns from its own AVX-512 intrinsics inlined into Eigen); errors are.
+compile_once() {
+  local start end file=$1
+  shift
+  start=$(date +%s.%N)
+  if ! "$cxx" "${flags[@]}" "$@" -c "$file" -o "$work/out.o" 2>"$work/log"; then
+    cat "$work/log" >&2
+    echo "compile_time.sh: compiling $file failed" >&2
+    return 1
+  fi
+  end=$(date +%s.%N)
+  awk -v s="$start" -v e="$end" 'BEGIN { printf "%.3f", e - s }'
+}
+
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+declare -a baseline_times headers_times policies_times
+for ((i = 0; i < runs; ++i)); do
+  baseline_times+=("$(compile_once benchmarks/compile_time/baseline.cpp)")
+  headers_times+=("$(compile_once benchmarks/compile_time/all_policies.cpp -DSHARDWISE_COMPILE_TIME_HEADERS_ONLY)")
+  policies_times+=("$(compile_once benchmarks/compile_time/all_policies.cpp)")
+done
+
+# median and min of the arguments
+stats() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END {
+  printf "%.2f %.2f", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2), v[1] }'; }
+read -r baseline_median baseline_min <<<"$(stats "${baseline_times[@]}")"
+read -r headers_median headers_min <<<"$(stats "${headers_times[@]}")"
+read -r policies_median policies_min <<<"$(stats "${policies_times[@]}")"
+difference=$(awk -v a="$policies_median" -v b="$baseline_median" 'BEGIN { printf "%.2f", a - b }')
+verdict=$(awk -v d="$difference" 'BEGIN { print (d < 1.5 ? "MET" : "NOT MET") }')
+
+report=$(cat <<EOF
+compiler: $("$cxx" --version | head -1)
+flags: ${flags[*]}
+runs: $runs per file, compile only (-c), load average before: ${load_before}
+baseline.cpp (Eigen + MPI, one GEMM): median ${baseline_median} s, best ${baseline_min} s
+shardwise headers only (all_policies.cpp -DSHARDWISE_COMPILE_TIME_HEADERS_ONLY): median ${headers_median} s, best ${headers_min} s
+all_policies.cpp (five policies): median ${policies_median} s, best ${policies_min} s
+difference (medians): ${difference} s (target < 1.5 s: ${verdict})
+EOF
+)
+echo "$report"
+if [ -n "$output" ]; then echo "$report" >"$output"; fi
