@@ -7,32 +7,18 @@
 #include <random>
 
 #include "matmul_cases.hpp"
+#include "mpi_support.hpp"
 
 namespace sw = shardwise;
 using namespace sw::testing;
 
 namespace {
 
-int world_size() {
-  int size = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  return size;
-}
-
 struct NoShapeChecks {
   NoShapeChecks() { sw::cross_rank_shape_checks() = false; }
   ~NoShapeChecks() { sw::cross_rank_shape_checks() = true; }
   NoShapeChecks(const NoShapeChecks&) = delete;
   NoShapeChecks& operator=(const NoShapeChecks&) = delete;
-};
-
-/// A group mesh over MPI_COMM_WORLD that counts what it sends.
-template <typename M>
-struct CountedGroups {
-  std::shared_ptr<sw::CommCounters> counters = std::make_shared<sw::CommCounters>();
-  sw::ProcessGroupMesh<M> groups;
-  explicit CountedGroups(const M& mesh)
-      : groups(sw::CountingCommunicator<sw::MpiCommunicator>(sw::MpiCommunicator(MPI_COMM_WORLD), counters), mesh) {}
 };
 
 /// Runs one case on every rank; the worst error and whether every rank's traffic matched.

@@ -8,6 +8,7 @@
 
 #include <memory>
 
+#include "mpi_support.hpp"
 #include "nn_cases.hpp"
 #include "shardwise/comm/mpi.hpp"
 
@@ -15,21 +16,6 @@ namespace sw = shardwise;
 using namespace sw::testing;
 
 namespace {
-
-int world_size() {
-  int size = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  return size;
-}
-
-/// A group mesh over MPI_COMM_WORLD that counts what it sends.
-template <typename M>
-struct CountedGroups {
-  std::shared_ptr<sw::CommCounters> counters = std::make_shared<sw::CommCounters>();
-  sw::ProcessGroupMesh<M> groups;
-  explicit CountedGroups(const M& mesh)
-      : groups(sw::CountingCommunicator<sw::MpiCommunicator>(sw::MpiCommunicator(MPI_COMM_WORLD), counters), mesh) {}
-};
 
 template <typename M>
 void expect_ffn_case(CountedGroups<M>& g, const FfnCase<M>& c, sw::FfnShape shape, std::uint64_t seed) {
