@@ -1,4 +1,4 @@
-// The fp64 local GEMMs of the nn layers (detail::nn_gemm needs only these three, all with a
+// The fp64 local GEMMs of the nn layers (detail::gemm ends every call in these three, all with a
 // column-major C) are instantiated once, in nn_reference.cpp; every other test translation
 // unit includes this header and links to them instead of compiling its own copies.
 #pragma once

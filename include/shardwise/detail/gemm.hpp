@@ -110,18 +110,36 @@ void blas_gemm(Scalar* c, block_ref<Scalar, OA> a, block_ref<Scalar, OB> b, Scal
 }
 #endif
 
+/// The other storage order.
+constexpr int flip_order(int order) { return order == Eigen::RowMajor ? Eigen::ColMajor : Eigen::RowMajor; }
+
+/// The same memory read in the other storage order: the transpose.
+template <typename Scalar, int Order>
+block_ref<Scalar, flip_order(Order)> transpose(block_ref<Scalar, Order> x) {
+  return {x.data, x.cols, x.rows, x.stride};
+}
+
 /// C = A * B, or C += A * B; C is a contiguous m x n block in order OC.
+///
+/// Compile time: GEMM instantiations dominate the kernels' compile time, so every call ends in
+/// one of at most four per scalar type (the orders of A and B; C column-major, += only). A
+/// row-major C is the column-major C^T = B^T A^T, the same memory; C = A B is C := 0, then
+/// C += A B, which is what Eigen itself does for products past its small-size path.
 template <typename Scalar, int OA, int OB, int OC>
 void gemm(Scalar* c, block_ref<Scalar, OA> a, block_ref<Scalar, OB> b, bool accumulate) {
+  if constexpr (OC == Eigen::RowMajor) {
+    gemm<Scalar, flip_order(OB), flip_order(OA), Eigen::ColMajor>(c, transpose(b), transpose(a), accumulate);
+  } else {
 #if SHARDWISE_HAS_BLAS
-  if (gemm_backend() == GemmBackend::blas) {
-    blas_gemm<Scalar, OA, OB, OC>(c, a, b, accumulate ? Scalar(1) : Scalar(0));
-    return;
-  }
+    if (gemm_backend() == GemmBackend::blas) {
+      blas_gemm<Scalar, OA, OB, OC>(c, a, b, accumulate ? Scalar(1) : Scalar(0));
+      return;
+    }
 #endif
-  Eigen::Map<Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, OC>> cm(c, a.rows, b.cols);
-  if (accumulate) cm.noalias() += a.map() * b.map();
-  else cm.noalias() = a.map() * b.map();
+    Eigen::Map<Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor>> cm(c, a.rows, b.cols);
+    if (!accumulate) cm.setZero();
+    cm.noalias() += a.map() * b.map();
+  }
 }
 
 }  // namespace detail

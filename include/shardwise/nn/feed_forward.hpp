@@ -28,8 +28,8 @@
 // - Storage orders are chosen so that every collective moves contiguous blocks: a weight
 //   gathered along a dimension keeps that dimension outer (W1 row-major, W2 column-major
 //   under GSPMD), activations follow ShardedActivation's rule, H and dH are row-major.
-// - The six GEMMs go through detail::nn_gemm (detail::gemm with a column-major C): three
-//   instantiations per scalar type for all policies together.
+// - The six GEMMs go through detail::gemm, which ends every call in one of its few
+//   column-major-C instantiations (compile time).
 // - Scratch that lives only within one call (the partial Y, the gathered dY, dH, partial
 //   weight gradients) comes from detail::Workspace: no allocation in steady state.
 #pragma once
@@ -54,27 +54,10 @@
 namespace shardwise {
 
 namespace detail {
-constexpr int flip_order(int order) { return order == Eigen::RowMajor ? Eigen::ColMajor : Eigen::RowMajor; }
-
 /// The transpose of a whole rows x cols block stored in order O: the same data, read in the other order.
 template <typename Scalar, int O>
 block_ref<Scalar, flip_order(O)> transposed(const Scalar* data, std::int64_t rows, std::int64_t cols) {
   return block_ref<Scalar, flip_order(O)>::whole(data, cols, rows);
-}
-
-/// C = A B (or C += A B) with C contiguous in order OC, through the column-major-C
-/// instantiations of detail::gemm only: a row-major C is the column-major C^T = B^T A^T, the
-/// same memory. The nn kernels then need three GEMM instantiations per scalar instead of six;
-/// GEMM instantiations dominate their compile time (five-fold under sanitizers).
-template <typename Scalar, int OA, int OB, int OC>
-void nn_gemm(Scalar* c, block_ref<Scalar, OA> a, block_ref<Scalar, OB> b, bool accumulate) {
-  if constexpr (OC == Eigen::ColMajor) {
-    gemm<Scalar, OA, OB, Eigen::ColMajor>(c, a, b, accumulate);
-  } else {
-    gemm<Scalar, flip_order(OB), flip_order(OA), Eigen::ColMajor>(
-        c, block_ref<Scalar, flip_order(OB)>{b.data, b.cols, b.rows, b.stride},
-        block_ref<Scalar, flip_order(OA)>{a.data, a.cols, a.rows, a.stride}, accumulate);
-  }
 }
 
 /// Storage order of a weight: the gathered dimension outer, so its AllGather (and the
@@ -218,7 +201,7 @@ class FeedForward {
 
     // H = ReLU(X W1 + b1).
     cache.h_.resize(tokens, h_local);
-    detail::nn_gemm<Scalar, ox, ow1, row>(cache.h_.data(), detail::block_ref<Scalar, ox>::whole(cache.x_.data(), tokens, m_),
+    detail::gemm<Scalar, ox, ow1, row>(cache.h_.data(), detail::block_ref<Scalar, ox>::whole(cache.x_.data(), tokens, m_),
                                        detail::block_ref<Scalar, ow1>::whole(w1, m_, h_local), false);
     cache.h_.rowwise() += weights_.b1.local().row(0);
     cache.h_ = cache.h_.cwiseMax(Scalar(0));
@@ -228,7 +211,7 @@ class FeedForward {
     // Y = H W2 (partial over the hidden axes), reduced as the plan says, then + b2.
     constexpr bool scatter = has_step<FfnTensor::Y, FfnCollective::reduce_scatter>;
     Scalar* partial = scatter ? detail::scratch<Scalar>(detail::Slot::c_ping, tokens * m_) : y.local().data();
-    detail::nn_gemm<Scalar, row, ow2, oy>(partial, detail::block_ref<Scalar, row>::whole(cache.h_.data(), tokens, h_local),
+    detail::gemm<Scalar, row, ow2, oy>(partial, detail::block_ref<Scalar, row>::whole(cache.h_.data(), tokens, h_local),
                                        detail::block_ref<Scalar, ow2>::whole(w2, h_local, m_), false);
     if constexpr (scatter)
       reduce_scatter(step_of<FfnTensor::Y, FfnCollective::reduce_scatter>, shape, geo, partial, y.local().data());
@@ -283,7 +266,7 @@ class FeedForward {
                                     dy_ref, gradients_.w2);
     // dH = dY W2^T, through the ReLU mask.
     Scalar* dh_data = detail::scratch<Scalar>(detail::Slot::c_pong, tokens * h_local);
-    detail::nn_gemm<Scalar, oy, detail::flip_order(ow2), row>(dh_data, dy_ref,
+    detail::gemm<Scalar, oy, detail::flip_order(ow2), row>(dh_data, dy_ref,
                                                            detail::transposed<Scalar, ow2>(w2, h_local, m_), false);
     detail::matrix_map<Scalar, row> dh(dh_data, tokens, h_local);
     dh = (h.map().array() > Scalar(0)).select(dh, Scalar(0));
@@ -296,7 +279,7 @@ class FeedForward {
     if (dx == nullptr) return;
     constexpr bool scatter = has_step<FfnTensor::dX, FfnCollective::reduce_scatter>;
     Scalar* partial = scatter ? detail::scratch<Scalar>(detail::Slot::ring_1, tokens * m_) : dx->local().data();
-    detail::nn_gemm<Scalar, row, detail::flip_order(ow1), ox>(partial, dh_ref, detail::transposed<Scalar, ow1>(w1, m_, h_local),
+    detail::gemm<Scalar, row, detail::flip_order(ow1), ox>(partial, dh_ref, detail::transposed<Scalar, ow1>(w1, m_, h_local),
                                                            false);
     if constexpr (scatter)
       reduce_scatter(step_of<FfnTensor::dX, FfnCollective::reduce_scatter>, shape, geo, partial, dx->local().data());
@@ -404,14 +387,14 @@ class FeedForward {
     constexpr bool reduce = has_step<G, FfnCollective::all_reduce>;
     auto target = gradient.local();
     if constexpr (!scatter && !reduce) {
-      detail::nn_gemm<Scalar, OA, OB, order>(target.data(), a, b, true);
+      detail::gemm<Scalar, OA, OB, order>(target.data(), a, b, true);
     } else {
       static_assert(!scatter || step_of<G, FfnCollective::reduce_scatter>.dim ==
                                     (order == Eigen::RowMajor ? 0 : 1),
                     "shardwise::FeedForward: internal error: a weight gradient would be scattered along its inner dimension");
       const std::int64_t full = a.rows * b.cols;
       Scalar* partial = detail::scratch<Scalar>(detail::Slot::pack, full);
-      detail::nn_gemm<Scalar, OA, OB, order>(partial, a, b, false);
+      detail::gemm<Scalar, OA, OB, order>(partial, a, b, false);
       Scalar* result = partial;
       if constexpr (scatter) {
         result = detail::scratch<Scalar>(detail::Slot::unpack, target.size());

@@ -66,7 +66,7 @@ class DenseRelu {
     const std::int64_t n = in.rows();
     slot.input = in;
     out.resize(n, output_width());
-    detail::nn_gemm<Scalar, Eigen::RowMajor, Eigen::ColMajor, Eigen::RowMajor>(
+    detail::gemm<Scalar, Eigen::RowMajor, Eigen::ColMajor, Eigen::RowMajor>(
         out.data(), detail::block_ref<Scalar, Eigen::RowMajor>::whole(in.data(), n, input_width()),
         detail::block_ref<Scalar, Eigen::ColMajor>::whole(weight_.data(), input_width(), output_width()), false);
     out.rowwise() += bias_.transpose();
@@ -79,13 +79,13 @@ class DenseRelu {
     Slot& slot = slot_of(micro_batch);
     const std::int64_t n = grad_out.rows();
     dz_ = (slot.output.array() > Scalar(0)).select(grad_out, Scalar(0));
-    detail::nn_gemm<Scalar, Eigen::ColMajor, Eigen::RowMajor, Eigen::ColMajor>(
+    detail::gemm<Scalar, Eigen::ColMajor, Eigen::RowMajor, Eigen::ColMajor>(
         weight_grad_.data(), detail::transposed<Scalar, Eigen::RowMajor>(slot.input.data(), n, input_width()),
         detail::block_ref<Scalar, Eigen::RowMajor>::whole(dz_.data(), n, output_width()), true);
     bias_grad_ += dz_.colwise().sum().transpose();
     if (grad_in == nullptr) return;
     grad_in->resize(n, input_width());
-    detail::nn_gemm<Scalar, Eigen::RowMajor, Eigen::RowMajor, Eigen::RowMajor>(
+    detail::gemm<Scalar, Eigen::RowMajor, Eigen::RowMajor, Eigen::RowMajor>(
         grad_in->data(), detail::block_ref<Scalar, Eigen::RowMajor>::whole(dz_.data(), n, output_width()),
         detail::transposed<Scalar, Eigen::ColMajor>(weight_.data(), input_width(), output_width()), false);
   }
