@@ -55,7 +55,7 @@ def load(results):
                 continue
             b = medians[0] if medians else iterations[(len(iterations) - 1) // 2]
             family, keys = parse_name(run_name)
-            rec = dict(b, name=re.sub(r"/(manual|real)_time$", "", run_name), family=family, keys=keys,
+            rec = dict(b, name=re.sub(r"/iterations:\d+|/(manual|real)_time$", "", run_name), family=family, keys=keys,
                        kind=family.split("/")[0], source=source, ms=b["real_time"] * UNIT_MS[b.get("time_unit", "ns")])
             rec["np"] = int(match.group(1)) if match else int(b.get("ranks", 1))
             rec["shape"] = tuple(keys[d] for d in "mnk") if all(d in keys for d in "mnk") else None
