@@ -23,6 +23,7 @@
 
 #include <shardwise/shardwise.hpp>
 
+#include "bench_layouts.hpp"
 #include "bench_shapes.hpp"
 #include "mpi_benchmark_main.hpp"
 #if SHARDWISE_BENCH_PDGEMM
@@ -33,12 +34,7 @@
 #endif
 
 namespace sw = shardwise;
-using sw::Replicated;
-template <sw::fixed_string... A> using Split = sw::Split<A...>;
-template <typename... D> using Sharding = sw::TensorSharding<D...>;
-using Line = sw::Mesh<sw::Axis<"x", sw::dynamic_extent>>;
-using Grid = sw::Mesh<sw::Axis<"x", sw::dynamic_extent>, sw::Axis<"y", sw::dynamic_extent>>;
-using Rep = sw::replicated_sharding_t<2>;
+using namespace shardwise::bench;  // Line, Grid, Rep, RowsSplit, ColsSplit, Block
 
 namespace {
 
@@ -347,9 +343,6 @@ void register_all() {
   const int p = world_size();
   const Line line{p};
   const Grid grid{p, 1};
-  using RowsSplit = Sharding<Split<"x">, Replicated>;
-  using ColsSplit = Sharding<Replicated, Split<"x">>;
-  using Block = Sharding<Split<"x">, Split<"y">>;
   std::vector<sw::GemmBackend> backends{sw::GemmBackend::eigen};
   if (sw::has_blas_backend) backends.insert(backends.begin(), sw::GemmBackend::blas);
   for (const sw::MatmulShape s : shapes()) {

@@ -13,18 +13,11 @@
 
 #include <shardwise/shardwise.hpp>
 
+#include "bench_layouts.hpp"
 #include "mpi_benchmark_main.hpp"
 
 namespace sw = shardwise;
-using sw::Replicated;
-template <sw::fixed_string... A> using Split = sw::Split<A...>;
-template <typename... D> using Sharding = sw::TensorSharding<D...>;
-using Line = sw::Mesh<sw::Axis<"x", sw::dynamic_extent>>;
-using Grid = sw::Mesh<sw::Axis<"x", sw::dynamic_extent>, sw::Axis<"y", sw::dynamic_extent>>;
-using Rep = sw::replicated_sharding_t<2>;
-using RowsSplit = Sharding<Split<"x">, Replicated>;
-using ColsSplit = Sharding<Replicated, Split<"x">>;
-using Block = Sharding<Split<"x">, Split<"y">>;
+using namespace shardwise::bench;  // Line, Grid, Rep, RowsSplit, ColsSplit, Block
 
 namespace {
 
