@@ -1,4 +1,4 @@
-// The policy tour: each of the seed's test cases on a 2 x 4 mesh of MPI ranks. For each,
+// The policy tour: each of the seed's seven test cases on a 2 x 4 mesh of MPI ranks. For each,
 // what the compiler picked (policy, schedule), what the cost model says the busiest rank
 // sends, what it really sent, and the error against a serial Eigen product.
 //
@@ -71,6 +71,7 @@ int main(int argc, char** argv) {
       std::printf("shardwise policy tour: the seed's cases on a 2 x 4 mesh (x, y) of %d MPI ranks,\n"
                   "m = n = k = %ld, fp64, C replicated as in the seed\n\n", groups.size(), static_cast<long>(n));
     }
+    tour.visit<ReplicatedC, ReplicatedC>("Unsharded");
     tour.visit<Sharding<Replicated, Split<"y">>, Sharding<Split<"y">, Replicated>>("MatchedInner, k over y");
     tour.visit<Sharding<Replicated, Split<"x">>, Sharding<Split<"x">, Replicated>>("MatchedInner, k over x");
     tour.visit<Sharding<Replicated, Split<"x", "y">>, Sharding<Split<"x", "y">, Replicated>>("MatchedInner, k over (x,y)");
