@@ -1,6 +1,7 @@
 // What a numerical code does first with shardwise, built as a consumer would build it
-// (Meson subproject, pkg-config, or CMake find_package): C = A * B on 2 MPI ranks,
-// compared with serial Eigen. Prints OK on rank 0; exits non-zero on a mismatch.
+// (Meson subproject, pkg-config, CMake find_package, FetchContent or add_subdirectory):
+// C = A * B on 2 MPI ranks, compared with serial Eigen. Prints OK on rank 0; exits
+// non-zero on a mismatch.
 #include <mpi.h>
 
 #include <cmath>

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The three ways a numerical code consumes shardwise, each a tiny project in this folder
+# The five ways a numerical code consumes shardwise, each a tiny project in this folder
 # that builds consumer.cpp and runs it under mpiexec -n 2:
 #
 #   meson_subproject  dependency('shardwise') through subprojects/shardwise.wrap, with this
@@ -7,15 +7,19 @@
 #   pkgconfig         meson install into a fresh prefix, then pkg-config --cflags --libs shardwise
 #   cmake             meson install into a fresh prefix, moved elsewhere (the package must be
 #                     relocatable), then find_package(shardwise) and shardwise::shardwise
+#   fetchcontent      FetchContent_Declare(shardwise URL file://...) of a tarball of this
+#                     source tree (as git would check it out), then FetchContent_MakeAvailable
+#   add_subdirectory  the same files unpacked in the project's third_party/shardwise, then
+#                     add_subdirectory (CMakeLists.txt at the top of this tree)
 #
-# usage: tests/consumers/run.sh SOURCE_ROOT WORK_DIR COMPILER [PATH...]   (default: all three)
+# usage: tests/consumers/run.sh SOURCE_ROOT WORK_DIR COMPILER [PATH...]   (default: all five)
 #
 # WORK_DIR is emptied first and keeps the builds for inspection. The Meson tests
 # consumer_<PATH> (suite consumers) call this script.
 set -euo pipefail
 
 if (($# < 3)); then
-  sed -n '2,14p' "$0"
+  sed -n '2,18p' "$0"
   exit 2
 fi
 source_root=$(realpath "$1")
@@ -23,7 +27,7 @@ work=$(realpath -m "$2")
 compiler=$3
 shift 3
 paths=("$@")
-((${#paths[@]})) || paths=(meson_subproject pkgconfig cmake)
+((${#paths[@]})) || paths=(meson_subproject pkgconfig cmake fetchcontent add_subdirectory)
 here=$(dirname "$(realpath "$0")")
 
 export CXX=$compiler
@@ -47,6 +51,38 @@ install_shardwise() {
 copy_project() {
   rm -rf "$work/project"
   cp -RL "$here/$1" "$work/project"
+}
+
+# The files of the source tree, NUL-separated, relative to it: in a git work tree those
+# git tracks or would track (a file missing from a commit is missing here too, build
+# directories stay out), elsewhere everything but .git, build* and subprojects' downloads.
+source_files() {
+  if git -C "$source_root" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    git -C "$source_root" ls-files -z --cached --others --exclude-standard
+  else
+    (cd "$source_root" && find . \( -name .git -o -path './build*' -o -path './subprojects/*' -type d \) -prune \
+      -o \( -type f -o -type l \) -printf '%P\0')
+  fi
+}
+
+# The source tree as a release would have it, in $work/shardwise.tar.gz (top folder shardwise/).
+pack_source_tree() {
+  step "pack the source tree into $work/shardwise.tar.gz"
+  source_files | (
+    cd "$source_root"
+    while IFS= read -r -d '' file; do  # git lists a deleted file until the deletion is staged
+      if [ -e "$file" ] || [ -L "$file" ]; then printf '%s\0' "$file"; fi
+    done
+  ) | tar -czf "$work/shardwise.tar.gz" -C "$source_root" --null -T - --transform 's,^,shardwise/,S'
+}
+
+# Configures and builds $work/project with CMake into $work/build; extra arguments go to cmake.
+cmake_build() {
+  cmake -S "$work/project" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_CXX_COMPILER="$compiler" "$@" >"$work/cmake.log" ||
+    { cat "$work/cmake.log"; exit 1; }
+  grep -E "^-- shardwise" "$work/cmake.log" || true   # the BLAS chosen, when built from source
+  cmake --build "$work/build" >/dev/null
 }
 
 run_consumer() {
@@ -84,15 +120,31 @@ for path in "${paths[@]}"; do
       mv "$work/staged" "$work/prefix"
       copy_project cmake
       step "cmake -DCMAKE_PREFIX_PATH=$work/prefix (the install, moved there after meson install)"
-      cmake -S "$work/project" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-        -DCMAKE_CXX_COMPILER="$compiler" -DCMAKE_PREFIX_PATH="$work/prefix" >"$work/cmake.log" ||
-        { cat "$work/cmake.log"; exit 1; }
+      cmake_build -DCMAKE_PREFIX_PATH="$work/prefix"
       grep "^shardwise_DIR:" "$work/build/CMakeCache.txt"
-      cmake --build "$work/build" >/dev/null
+      run_consumer "$work/build/consumer"
+      ;;
+    fetchcontent)
+      pack_source_tree
+      copy_project fetchcontent
+      step "cmake (FetchContent_Declare(shardwise URL file://$work/shardwise.tar.gz))"
+      # Not FETCHCONTENT_FULLY_DISCONNECTED: it would skip the unpacking too; a file:// URL
+      # needs no network.
+      cmake_build -DSHARDWISE_TARBALL="$work/shardwise.tar.gz"
+      grep "^FETCHCONTENT_BASE_DIR:" "$work/build/CMakeCache.txt"
+      run_consumer "$work/build/consumer"
+      ;;
+    add_subdirectory)
+      pack_source_tree
+      copy_project add_subdirectory
+      mkdir -p "$work/project/third_party"
+      tar -xzf "$work/shardwise.tar.gz" -C "$work/project/third_party"
+      step "cmake (add_subdirectory(third_party/shardwise))"
+      cmake_build
       run_consumer "$work/build/consumer"
       ;;
     *)
-      echo "unknown consumer '$path' (use meson_subproject, pkgconfig, cmake)"
+      echo "unknown consumer '$path' (use meson_subproject, pkgconfig, cmake, fetchcontent, add_subdirectory)"
       exit 2
       ;;
   esac
