@@ -18,6 +18,7 @@
 #error "shardwise needs C++20: compile with -std=c++20 or later (a pkg-config file cannot ask for it)"
 #endif
 
+#include "shardwise/version.hpp"
 #include "shardwise/mesh.hpp"
 #include "shardwise/sharding.hpp"
 #include "shardwise/policy.hpp"
