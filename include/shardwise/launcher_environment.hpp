@@ -1,18 +1,21 @@
-// shardwise/launcher_environment.hpp: what the job launcher says about this process.
-//
-// Launchers export the rank and the world size (and often the node-local rank and size)
-// in environment variables (OSLO's from_torch / from_slurm / from_openmpi, seed 003):
-//   OpenMPI     OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE
-//   MPICH/Hydra PMI_RANK, PMI_SIZE
-//   Slurm       SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID
-//   torchrun    RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE
-// read_launcher_environment() reads them all; when several launchers' variables are present
-// they must agree, with one exception: when an MPI launcher's variables (OpenMPI, MPICH) are
-// present, Slurm's are not used. Under `mpirun` inside an sbatch allocation every rank
-// inherits SLURM_PROCID/SLURM_LOCALID of the daemon that mpirun started through srun (one per
-// node), so they describe the daemon, not the rank, and would raise a false alarm.
-// ParallelContext::from_mpi then checks the result against MPI itself.
-// No MPI here.
+/// @file
+/// shardwise/launcher_environment.hpp: what the job launcher says about this process.
+///
+/// Launchers export the rank and the world size (and often the node-local rank and size)
+/// in environment variables (OSLO's from_torch / from_slurm / from_openmpi, seed 003):
+/// ```{.unparsed}
+///   OpenMPI     OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE
+///   MPICH/Hydra PMI_RANK, PMI_SIZE
+///   Slurm       SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID
+///   torchrun    RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE
+/// ```
+/// read_launcher_environment() reads them all; when several launchers' variables are present
+/// they must agree, with one exception: when an MPI launcher's variables (OpenMPI, MPICH) are
+/// present, Slurm's are not used. Under `mpirun` inside an sbatch allocation every rank
+/// inherits SLURM_PROCID/SLURM_LOCALID of the daemon that mpirun started through srun (one per
+/// node), so they describe the daemon, not the rank, and would raise a false alarm.
+/// ParallelContext::from_mpi then checks the result against MPI itself.
+/// No MPI here.
 #pragma once
 
 #include <cstdlib>
@@ -26,6 +29,7 @@ namespace shardwise {
 /// Who started this process, judged by its environment.
 enum class Launcher { none, openmpi, mpich, slurm, torchrun };
 
+/// The launcher's name for messages: "OpenMPI", "MPICH/Hydra", "Slurm", "torchrun" or "none".
 [[nodiscard]] constexpr const char* to_string(Launcher launcher) noexcept {
   switch (launcher) {
     case Launcher::none: return "none";
@@ -41,15 +45,26 @@ enum class Launcher { none, openmpi, mpich, slurm, torchrun };
 struct LauncherEnvironment {
   /// The first launcher whose variables are present, in the order openmpi, mpich, slurm, torchrun.
   Launcher launcher = Launcher::none;
+  /// Rank and size in the job, and on this node; empty when no launcher's variable gives them.
+  ///@{
   std::optional<int> rank, size, local_rank, local_size;
+  ///@}
+  /// The variable each value above was read from ("OMPI_COMM_WORLD_RANK"), for messages;
+  /// empty when the value is.
+  ///@{
   std::string_view rank_variable, size_variable, local_rank_variable, local_size_variable;
+  ///@}
 };
 
 /// Where MPI says this process is: rank and size in MPI_COMM_WORLD, rank and size on its node.
 struct ProcessPlacement {
+  /// Rank in MPI_COMM_WORLD.
   int rank = 0;
+  /// Size of MPI_COMM_WORLD.
   int size = 1;
+  /// Rank among the processes on this node (MPI_Comm_split_type, MPI_COMM_TYPE_SHARED).
   int local_rank = 0;
+  /// Number of processes on this node.
   int local_size = 1;
 };
 

@@ -1,10 +1,11 @@
-// shardwise/mesh.hpp: the process mesh as a type.
-//
-// A Mesh is a list of named axes, each with an extent. Ranks are laid out in C
-// order (the last axis varies fastest), as in ColossalAI's ProcessGroupMesh and
-// numpy's ravel_multi_index. Like mdspan's extents, an extent may be
-// dynamic_extent and given when the Mesh object is built; everything else is
-// constexpr. This header is pure compile-time: no MPI, no Eigen.
+/// @file
+/// shardwise/mesh.hpp: the process mesh as a type.
+///
+/// A Mesh is a list of named axes, each with an extent. Ranks are laid out in C
+/// order (the last axis varies fastest), as in ColossalAI's ProcessGroupMesh and
+/// numpy's ravel_multi_index. Like mdspan's extents, an extent may be
+/// dynamic_extent and given when the Mesh object is built; everything else is
+/// constexpr. This header is pure compile-time: no MPI, no Eigen.
 #pragma once
 
 #include <array>
@@ -17,6 +18,9 @@
 
 #include "shardwise/detail/fixed_string.hpp"
 
+/// Compile-time tensor parallelism: meshes and shardings as types, the matmul policies
+/// they select, communicators and neural-network layers. Names in shardwise::detail are
+/// internal and may change in any release.
 namespace shardwise {
 
 using detail::fixed_string;
@@ -34,7 +38,9 @@ struct Axis {
   static_assert(Extent == dynamic_extent || Extent <= std::size_t{std::numeric_limits<int>::max()},
                 "shardwise::Axis: the extent does not fit in an int (MPI counts ranks with int)");
 
+  /// The axis name, as sharding types and group lookups spell it ("tp").
   static constexpr std::string_view name = Name.view();
+  /// The extent given in the type, or dynamic_extent when it comes at run time.
   static constexpr std::size_t static_extent = Extent;
 };
 
@@ -91,11 +97,14 @@ class Mesh {
   /// A position in the mesh, one index per axis.
   using coordinate_type = std::array<int, ndim>;
 
+  /// Axis names, in axis order.
   static constexpr std::array<std::string_view, ndim> names{Axes::name...};
+  /// Extents as the types give them (dynamic_extent where given at run time).
   static constexpr std::array<std::size_t, ndim> static_extents{Axes::static_extent...};
   /// How many extents the constructor must be given.
   static constexpr std::size_t dynamic_count =
       (std::size_t{0} + ... + std::size_t{Axes::static_extent == dynamic_extent});
+  /// True when every extent is in the type (then Mesh{} needs no arguments).
   static constexpr bool is_static = dynamic_count == 0;
 
   static_assert(detail::all_distinct(names),
@@ -131,6 +140,7 @@ class Mesh {
       if (names[i] == name) return static_cast<int>(i);
     return -1;
   }
+  /// Whether the mesh has an axis called `name`.
   [[nodiscard]] static constexpr bool has_axis(std::string_view name) noexcept {
     return index_of(name) >= 0;
   }
@@ -143,6 +153,7 @@ class Mesh {
     return static_cast<std::size_t>(index_of(Name.view()));
   }
 
+  /// Extent of axis number `axis`; throws std::out_of_range past the last axis.
   [[nodiscard]] constexpr int extent(std::size_t axis) const { return extents_.at(axis); }
   /// Extent by name; throws std::out_of_range for an unknown name.
   [[nodiscard]] constexpr int extent(std::string_view name) const {
@@ -150,6 +161,7 @@ class Mesh {
     if (i < 0) throw std::out_of_range("shardwise::Mesh::extent: no axis of that name");
     return extents_[static_cast<std::size_t>(i)];
   }
+  /// All extents, in axis order (dynamic ones as given to the constructor).
   [[nodiscard]] constexpr const std::array<int, ndim>& extents() const noexcept { return extents_; }
 
   /// Number of processes in the mesh.
@@ -183,6 +195,7 @@ class Mesh {
     return coordinate;
   }
 
+  /// Same extents (the axes are already equal, being part of the type).
   friend constexpr bool operator==(const Mesh& a, const Mesh& b) { return a.extents_ == b.extents_; }
 
  private:

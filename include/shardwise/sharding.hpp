@@ -1,9 +1,10 @@
-// shardwise/sharding.hpp: how a tensor is laid out over a mesh, as a type.
-//
-// Each dimension is Replicated or Split<axes...> (cut into blocks over the named
-// mesh axes, the first named axis major). A trailing Partial<axes...> marks a
-// pending sum: every rank of those axes holds a partial value and the true
-// tensor is their sum. Pure compile-time: no MPI, no Eigen.
+/// @file
+/// shardwise/sharding.hpp: how a tensor is laid out over a mesh, as a type.
+///
+/// Each dimension is Replicated or Split<axes...> (cut into blocks over the named
+/// mesh axes, the first named axis major). A trailing Partial<axes...> marks a
+/// pending sum: every rank of those axes holds a partial value and the true
+/// tensor is their sum. Pure compile-time: no MPI, no Eigen.
 #pragma once
 
 #include <array>
@@ -23,6 +24,7 @@ inline constexpr std::size_t max_mesh_axes = 16;
 
 /// A dimension held whole by every rank.
 struct Replicated {
+  /// Empty: no axis splits the dimension (Split and Partial have the same member).
   static constexpr detail::static_vector<std::string_view, max_mesh_axes> axes{};
 };
 
@@ -32,6 +34,7 @@ template <fixed_string... Names>
 struct Split {
   static_assert(sizeof...(Names) > 0,
                 "shardwise::Split<> names no axis; write Replicated for a dimension that is not split");
+  /// The axes cutting the dimension, major first.
   static constexpr detail::static_vector<std::string_view, max_mesh_axes> axes{Names.view()...};
 };
 
@@ -40,6 +43,7 @@ template <fixed_string... Names>
 struct Partial {
   static_assert(sizeof...(Names) > 0,
                 "shardwise::Partial<> names no axis; leave it out for a tensor with no pending sum");
+  /// The axes along which the copies must still be summed.
   static constexpr detail::static_vector<std::string_view, max_mesh_axes> axes{Names.view()...};
 };
 
@@ -76,11 +80,14 @@ constexpr name_list every_axis_named() {
   return all;
 }
 
-// Type at position I of a pack, without <tuple>.
+// Type at position I of a pack, without <tuple>. Hidden from Doxygen, which takes the
+// recursion for a recursive class relation and warns.
+/// @cond
 template <std::size_t I, typename T, typename... Rest>
 struct pack_element : pack_element<I - 1, Rest...> {};
 template <typename T, typename... Rest>
 struct pack_element<0, T, Rest...> { using type = T; };
+/// @endcond
 
 }  // namespace detail
 
@@ -101,6 +108,7 @@ struct TensorSharding {
 
   /// Number of dimensions (the Partial, if any, is not one).
   static constexpr std::size_t rank = (std::size_t{0} + ... + std::size_t{detail::is_dim_sharding_v<Params>});
+  /// Whether the tensor carries a pending sum (a trailing Partial<...>).
   static constexpr bool is_partial = (detail::is_partial_v<Params> || ...);
 
   /// The Replicated / Split type of dimension I.

@@ -1,21 +1,24 @@
-// shardwise/nn/mlp.hpp: pipeline stages (Dense+ReLU, and a sharded FeedForward) and the
-// pipelined MLP of seed 004.
-//
-//   using P = sw::Pipeline<4, 8, sw::schedule::OneFOneB>;
-//   sw::PipelinedMlp<double, P> mlp(groups, "pp", weights, biases);   // stage = my index on "pp"
-//   sw::Adam<double> adam(1e-3);
-//   double loss = mlp.train_step(rows, inputs, targets, adam);        // accumulate, then one update
-//   mlp.train_step(rows, inputs, targets, adam, sw::UpdateMode::per_micro_batch);  // the seed's way
-//
-// PipelinedMlp: S Dense+ReLU layers, layer i on stage i of a mesh axis, y = ReLU(x W + b)
-// everywhere (the last layer too, as in the seed), MSE loss on the last stage. In the
-// default mode the gradients of the R micro-batches are accumulated (each weighted by
-// 1 / (rows * width), so the sum is the gradient of the batch's mean squared error) and
-// every stage then makes one optimizer step: the result equals serial training on the
-// whole batch. UpdateMode::per_micro_batch is the seed's behaviour: each stage updates its
-// layer right after the backward of every micro-batch, with that micro-batch's own mean
-// squared error, so later forwards (and backwards) see weights that earlier micro-batches
-// already changed, exactly in the order the schedule runs them.
+/// @file
+/// shardwise/nn/mlp.hpp: pipeline stages (Dense+ReLU, and a sharded FeedForward) and the
+/// pipelined MLP of seed 004.
+///
+/// ```cpp
+///   using P = sw::Pipeline<4, 8, sw::schedule::OneFOneB>;
+///   sw::PipelinedMlp<double, P> mlp(groups, "pp", weights, biases);   // stage = my index on "pp"
+///   sw::Adam<double> adam(1e-3);
+///   double loss = mlp.train_step(rows, inputs, targets, adam);        // accumulate, then one update
+///   mlp.train_step(rows, inputs, targets, adam, sw::UpdateMode::per_micro_batch);  // the seed's way
+/// ```
+///
+/// PipelinedMlp: S Dense+ReLU layers, layer i on stage i of a mesh axis, y = ReLU(x W + b)
+/// everywhere (the last layer too, as in the seed), MSE loss on the last stage. In the
+/// default mode the gradients of the R micro-batches are accumulated (each weighted by
+/// 1 / (rows * width), so the sum is the gradient of the batch's mean squared error) and
+/// every stage then makes one optimizer step: the result equals serial training on the
+/// whole batch. UpdateMode::per_micro_batch is the seed's behaviour: each stage updates its
+/// layer right after the backward of every micro-batch, with that micro-batch's own mean
+/// squared error, so later forwards (and backwards) see weights that earlier micro-batches
+/// already changed, exactly in the order the schedule runs them.
 #pragma once
 
 #include <Eigen/Core>
@@ -40,9 +43,13 @@ namespace shardwise {
 template <typename Scalar>
 class DenseRelu {
  public:
+  /// The scalar of weights and activations.
   using scalar_type = Scalar;
+  /// Activations and their gradients: rows are samples, row-major (PipelineMatrix).
   using matrix = PipelineMatrix<Scalar>;
+  /// W and its gradient, column-major.
   using weight_matrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>;
+  /// b and its gradient.
   using vector = Eigen::Matrix<Scalar, Eigen::Dynamic, 1>;
 
   /// A layer with the given weight and bias (b.size() == W.cols()).
@@ -57,8 +64,10 @@ class DenseRelu {
   }
 
   /// Widths of x and y (W's rows and columns).
+  ///@{
   [[nodiscard]] std::int64_t input_width() const noexcept { return weight_.rows(); }
   [[nodiscard]] std::int64_t output_width() const noexcept { return weight_.cols(); }
+  ///@}
 
   /// out = ReLU(in W + b); keeps in and out for backward(micro_batch, ...).
   void forward(int micro_batch, const matrix& in, matrix& out) {
@@ -91,10 +100,12 @@ class DenseRelu {
   }
 
   /// The parameters, and their gradients summed over every backward() since zero_grad().
+  ///@{
   [[nodiscard]] const weight_matrix& weight() const noexcept { return weight_; }
   [[nodiscard]] const vector& bias() const noexcept { return bias_; }
   [[nodiscard]] const weight_matrix& weight_gradient() const noexcept { return weight_grad_; }
   [[nodiscard]] const vector& bias_gradient() const noexcept { return bias_grad_; }
+  ///@}
 
   /// Sets the gradients to zero.
   void zero_grad() {
@@ -139,7 +150,9 @@ class FeedForwardStage {
                 "keep X and Y replicated: use policy Unsharded or MegatronTP");
 
  public:
+  /// The layer's scalar (float or double).
   using scalar_type = typename Ffn::scalar_type;
+  /// Activations and their gradients between stages: rows are samples, row-major.
   using matrix = PipelineMatrix<scalar_type>;
 
   /// The stage runs `layer` (which must outlive it) on activations [rows, 1, m].
@@ -151,8 +164,10 @@ class FeedForwardStage {
         dx_(layer.groups(), 0, 1, layer.model_width()) {}
 
   /// Both are the layer's model width m.
+  ///@{
   [[nodiscard]] std::int64_t input_width() const noexcept { return layer_->model_width(); }
   [[nodiscard]] std::int64_t output_width() const noexcept { return layer_->model_width(); }
+  ///@}
 
   /// out = the layer's Y for X = in (rows x 1 x m), keeping the layer's cache for micro_batch.
   void forward(int micro_batch, const matrix& in, matrix& out) {
@@ -204,9 +219,13 @@ enum class UpdateMode {
 template <typename Scalar, typename P>
 class PipelinedMlp {
  public:
+  /// Inputs and targets: rows are samples, row-major.
   using matrix = PipelineMatrix<Scalar>;
+  /// A layer's weight W and bias b, as DenseRelu takes them.
+  ///@{
   using weight_matrix = typename DenseRelu<Scalar>::weight_matrix;
   using vector = typename DenseRelu<Scalar>::vector;
+  ///@}
 
   /// Layer i (weights[i]: [w_i, w_{i+1}], biases[i]: [w_{i+1}]) goes to the rank with index i on
   /// `axis`, whose extent must be P::stages. Every rank passes all layers (each keeps its own).
@@ -246,9 +265,11 @@ class PipelinedMlp {
   }
 
   /// This rank's layer, its stage index, and the engine that runs the schedule.
+  ///@{
   [[nodiscard]] DenseRelu<Scalar>& layer() noexcept { return layer_; }
   [[nodiscard]] int stage() const noexcept { return engine_.stage(); }
   [[nodiscard]] PipelineEngine<P, DenseRelu<Scalar>>& engine() noexcept { return engine_; }
+  ///@}
 
  private:
   template <MeshType M>

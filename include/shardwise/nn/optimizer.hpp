@@ -1,12 +1,13 @@
-// shardwise/nn/optimizer.hpp: parameters with their gradients, and the optimizers (SGD, Adam).
-//
-// A layer exposes its trainable tensors as ParameterRef views: this rank's shard of the
-// value and of the gradient, as flat contiguous ranges. The optimizers are elementwise,
-// so each rank updates its own shards with no communication, given complete gradients
-// (a layer's backward makes them complete over the axes its shardings name; data-parallel
-// replicas add theirs with all_reduce_gradients first). Optimizer state is kept per
-// parameter, in the order of the list, and sized on the first step: pass the same list,
-// in the same order, every time.
+/// @file
+/// shardwise/nn/optimizer.hpp: parameters with their gradients, and the optimizers (SGD, Adam).
+///
+/// A layer exposes its trainable tensors as ParameterRef views: this rank's shard of the
+/// value and of the gradient, as flat contiguous ranges. The optimizers are elementwise,
+/// so each rank updates its own shards with no communication, given complete gradients
+/// (a layer's backward makes them complete over the axes its shardings name; data-parallel
+/// replicas add theirs with all_reduce_gradients first). Optimizer state is kept per
+/// parameter, in the order of the list, and sized on the first step: pass the same list,
+/// in the same order, every time.
 #pragma once
 
 #include <Eigen/Core>
@@ -26,7 +27,9 @@ namespace shardwise {
 /// This rank's shard of one trainable tensor and of its gradient (same size, contiguous).
 template <typename Scalar>
 struct ParameterRef {
+  /// The parameter's values, which the optimizer updates in place.
   std::span<Scalar> value;
+  /// The gradient of the loss with respect to `value`, element for element.
   std::span<Scalar> gradient;
 };
 
@@ -91,6 +94,7 @@ flat_array<Scalar> as_array(std::span<Scalar> s) {
 template <typename Scalar>
 class Sgd {
  public:
+  /// Throws std::invalid_argument unless learning_rate > 0 and 0 <= momentum < 1.
   explicit Sgd(double learning_rate, double momentum = 0.0) : learning_rate_(learning_rate), momentum_(momentum) {
     if (!(learning_rate > 0.0) || momentum < 0.0 || momentum >= 1.0)
       throw std::invalid_argument("shardwise::Sgd: needs learning_rate > 0 and 0 <= momentum < 1");
@@ -115,6 +119,7 @@ class Sgd {
     }
   }
 
+  /// The step size given to the constructor.
   [[nodiscard]] double learning_rate() const noexcept { return learning_rate_; }
 
  private:
@@ -129,18 +134,21 @@ class Sgd {
 template <typename Scalar>
 class Adam {
  public:
+  /// Adam's hyperparameters, with PyTorch's defaults.
   struct Options {
-    double learning_rate = 1e-3;
-    double beta1 = 0.9;
-    double beta2 = 0.999;
-    double epsilon = 1e-8;
+    double learning_rate = 1e-3;  ///< step size (lr)
+    double beta1 = 0.9;           ///< decay of the first-moment average m (b1)
+    double beta2 = 0.999;         ///< decay of the second-moment average v (b2)
+    double epsilon = 1e-8;        ///< added to sqrt(v) against division by zero (eps)
   };
 
+  /// Throws std::invalid_argument unless learning_rate > 0, 0 <= beta1, beta2 < 1 and epsilon > 0.
   explicit Adam(Options options) : options_(options) {
     if (!(options.learning_rate > 0.0) || !(options.beta1 >= 0.0 && options.beta1 < 1.0) ||
         !(options.beta2 >= 0.0 && options.beta2 < 1.0) || !(options.epsilon > 0.0))
       throw std::invalid_argument("shardwise::Adam: needs learning_rate > 0, 0 <= beta1, beta2 < 1 and epsilon > 0");
   }
+  /// The default Options with another learning rate.
   explicit Adam(double learning_rate) : Adam(Options{learning_rate}) {}
 
   /// One update of every parameter from its gradient.
@@ -171,6 +179,7 @@ class Adam {
 
   /// Updates made so far (t).
   [[nodiscard]] std::int64_t steps() const noexcept { return steps_; }
+  /// The hyperparameters given to the constructor.
   [[nodiscard]] const Options& options() const noexcept { return options_; }
 
  private:

@@ -1,29 +1,32 @@
-// shardwise/nn/pipeline.hpp: runs a model cut into stages over a pipeline of ranks.
-//
-//   sw::PipelineEngine<sw::Pipeline<4, 8, sw::schedule::OneFOneB>, MyStage> engine(groups.group_along({"pp"}), stage);
-//   double loss = engine.run(rows, inputs, targets, [&](int) { return 1.0 / (rows * width); }, [](int) {});
-//
-// Each rank of the stage group (its group rank is its stage) runs one stage: a
-// PipelineModule with forward(r, in, out) and backward(r, grad_out, grad_in*) per
-// micro-batch r. The engine walks the constexpr table of Pipeline<S, R, Schedule>
-// (nn/pipeline_schedule.hpp) cycle by cycle: in each cycle a stage runs the forward or the
-// backward the table gives it, and at the end of the cycle activations go to the next
-// stage and gradients to the previous one as point-to-point messages. The last stage
-// computes an MSE loss, scale(r) * sum((y - t)^2) for micro-batch r, and seeds the
-// backward with its gradient 2 * scale(r) * (y - t).
-//
-// Deadlock freedom under MPI, where a send may block until the receiver posts its receive
-// (rendezvous), whereas the virtual cluster always buffers: every rank knows the whole
-// table, so at the end of cycle c both ends of a link (i, i+1) know what crosses it. The
-// links are served in two phases, first those whose lower stage is even, then the odd
-// ones, so a rank talks to at most one neighbour at a time and both ends of a link post
-// matching operations: one sendrecv when messages go both ways (1F1B's steady state), a
-// send facing a recv otherwise. No rank can wait on a rank that waits on it.
-//
-// Micro-batch r is rows [block_begin(rows, R, r), ...) of the batch: sizes differ by at
-// most one (empty micro-batches are allowed). Activations are row-major (rows = samples),
-// so a micro-batch is a contiguous block. Buffers are kept per micro-batch and reused
-// from step to step: no allocation in steady state.
+/// @file
+/// shardwise/nn/pipeline.hpp: runs a model cut into stages over a pipeline of ranks.
+///
+/// ```cpp
+///   sw::PipelineEngine<sw::Pipeline<4, 8, sw::schedule::OneFOneB>, MyStage> engine(groups.group_along({"pp"}), stage);
+///   double loss = engine.run(rows, inputs, targets, [&](int) { return 1.0 / (rows * width); }, [](int) {});
+/// ```
+///
+/// Each rank of the stage group (its group rank is its stage) runs one stage: a
+/// PipelineModule with forward(r, in, out) and backward(r, grad_out, grad_in*) per
+/// micro-batch r. The engine walks the constexpr table of Pipeline<S, R, Schedule>
+/// (nn/pipeline_schedule.hpp) cycle by cycle: in each cycle a stage runs the forward or the
+/// backward the table gives it, and at the end of the cycle activations go to the next
+/// stage and gradients to the previous one as point-to-point messages. The last stage
+/// computes an MSE loss, scale(r) * sum((y - t)^2) for micro-batch r, and seeds the
+/// backward with its gradient 2 * scale(r) * (y - t).
+///
+/// Deadlock freedom under MPI, where a send may block until the receiver posts its receive
+/// (rendezvous), whereas the virtual cluster always buffers: every rank knows the whole
+/// table, so at the end of cycle c both ends of a link (i, i+1) know what crosses it. The
+/// links are served in two phases, first those whose lower stage is even, then the odd
+/// ones, so a rank talks to at most one neighbour at a time and both ends of a link post
+/// matching operations: one sendrecv when messages go both ways (1F1B's steady state), a
+/// send facing a recv otherwise. No rank can wait on a rank that waits on it.
+///
+/// Micro-batch r is rows [block_begin(rows, R, r), ...) of the batch: sizes differ by at
+/// most one (empty micro-batches are allowed). Activations are row-major (rows = samples),
+/// so a micro-batch is a contiguous block. Buffers are kept per micro-batch and reused
+/// from step to step: no allocation in steady state.
 #pragma once
 
 #include <Eigen/Core>
@@ -74,11 +77,17 @@ class PipelineEngine {
                 "shardwise::PipelineEngine<P, Module>: P must be a shardwise::Pipeline<S, R, Schedule>");
 
  public:
+  /// The Pipeline<S, R, Schedule> whose table the engine follows.
   using pipeline_type = P;
+  /// The module's scalar (float or double).
   using scalar_type = typename Module::scalar_type;
+  /// Activations and gradients between stages: rows are samples, row-major.
   using matrix = PipelineMatrix<scalar_type>;
+  /// S and R of the pipeline (P::stages, P::micro_batches).
+  ///@{
   static constexpr int stages = P::stages;
   static constexpr int micro_batches = P::micro_batches;
+  ///@}
 
   /// `stage_group` holds the S stages in order (e.g. group_along({"pp"})); both it and
   /// `module` must outlive the engine. Throws std::invalid_argument unless it has S ranks.
@@ -98,8 +107,11 @@ class PipelineEngine {
 
   /// This rank's stage (0 reads the inputs, S - 1 computes the loss).
   [[nodiscard]] int stage() const noexcept { return stage_; }
+  /// Whether this rank runs the first stage (it reads the inputs) or the last (it computes the loss).
+  ///@{
   [[nodiscard]] bool is_first() const noexcept { return stage_ == 0; }
   [[nodiscard]] bool is_last() const noexcept { return stage_ == stages - 1; }
+  ///@}
 
   /// Rows of micro-batch r in a batch of `rows` rows.
   [[nodiscard]] static constexpr std::int64_t micro_batch_rows(std::int64_t rows, int r) {

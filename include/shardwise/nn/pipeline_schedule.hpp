@@ -1,18 +1,19 @@
-// shardwise/nn/pipeline_schedule.hpp: GPipe and 1F1B pipeline schedules as constexpr tables.
-//
-// A model cut into S stages trains on R micro-batches. Time is counted in cycles;
-// a forward and a backward of one micro-batch on one stage each take one cycle,
-// and sends/receives happen between cycles. So stage i may run the forward of
-// micro-batch r only in a cycle after stage i-1 ran it, and the backward only in
-// a cycle after stage i+1 ran its backward of r (the last stage: after its own
-// forward of r).
-//
-// Pipeline<S, R, Schedule> holds, for every stage and cycle, whether the stage
-// runs a forward, a backward or nothing, and on which micro-batch (the seed's
-// PipelineStage status). The tables come from closed-form cycle formulas and are
-// checked by static_assert for every instantiation: each micro-batch is forwarded
-// and backwarded exactly once per stage, the dependencies above hold, and no stage
-// does two things in one cycle. Pure compile-time: no MPI, no Eigen.
+/// @file
+/// shardwise/nn/pipeline_schedule.hpp: GPipe and 1F1B pipeline schedules as constexpr tables.
+///
+/// A model cut into S stages trains on R micro-batches. Time is counted in cycles;
+/// a forward and a backward of one micro-batch on one stage each take one cycle,
+/// and sends/receives happen between cycles. So stage i may run the forward of
+/// micro-batch r only in a cycle after stage i-1 ran it, and the backward only in
+/// a cycle after stage i+1 ran its backward of r (the last stage: after its own
+/// forward of r).
+///
+/// Pipeline<S, R, Schedule> holds, for every stage and cycle, whether the stage
+/// runs a forward, a backward or nothing, and on which micro-batch (the seed's
+/// PipelineStage status). The tables come from closed-form cycle formulas and are
+/// checked by static_assert for every instantiation: each micro-batch is forwarded
+/// and backwarded exactly once per stage, the dependencies above hold, and no stage
+/// does two things in one cycle. Pure compile-time: no MPI, no Eigen.
 #pragma once
 
 #include <array>
@@ -32,9 +33,12 @@ enum class PipelineAction {
 
 /// One cell of a schedule table: an action and its micro-batch (-1 when idle).
 struct PipelineStep {
+  /// What the stage does.
   PipelineAction action = PipelineAction::idle;
+  /// Which micro-batch it works on, 0 to R - 1; -1 when idle.
   int micro_batch = -1;
 
+  /// Same action on the same micro-batch.
   friend constexpr bool operator==(const PipelineStep&, const PipelineStep&) = default;
 };
 
@@ -50,10 +54,12 @@ namespace schedule {
 /// cycle. The seed wrote 2(R - 1) - i + r, which equals this only when R = 2S.
 /// Makespan 2(R + S - 1); every stage keeps all R activations at its peak.
 struct GPipe {
+  /// The schedule's name, for messages and benchmark labels.
   static constexpr std::string_view name = "GPipe";
 
   /// Cycle of the forward / backward of `micro_batch` on `stage` (no range checks;
   /// Pipeline<S, R, GPipe> checks and tabulates them).
+  ///@{
   [[nodiscard]] static constexpr int forward_cycle(int /*S*/, int /*R*/, int stage,
                                                    int micro_batch) noexcept {
     return stage + micro_batch;
@@ -62,6 +68,7 @@ struct GPipe {
                                                     int micro_batch) noexcept {
     return R + 2 * S - 2 - stage + micro_batch;
   }
+  ///@}
 };
 
 /// 1F1B, non-interleaved (PipeDream-flush, Megatron-LM): stage i runs
@@ -69,20 +76,24 @@ struct GPipe {
 /// forward, then runs the remaining backwards (cool-down).
 ///
 /// With unit-time forwards and backwards, every op at its earliest cycle:
+/// ```{.unparsed}
 ///   forward  of r at stage i:  i + r        for r < S - i  (warm-up, as GPipe)
 ///                              i + 2r       for r >= S - i (steady: right after
 ///                                           the backward of r - (S - i))
 ///   backward of r at stage i:  2S - 1 - i + 2r
+/// ```
 /// The last stage runs F0 at S - 1 and B0 at S; each backward wave then climbs one
 /// stage per cycle, and a stage alternating B and F can take a new one every other
 /// cycle. Backwards and steady forwards on a stage have opposite parity, so they
 /// never collide. Makespan 2(R + S - 1), the same as GPipe, but stage i holds at
 /// most min(S - i, R) activations instead of R.
 struct OneFOneB {
+  /// The schedule's name, for messages and benchmark labels.
   static constexpr std::string_view name = "1F1B";
 
   /// Cycle of the forward / backward of `micro_batch` on `stage` (no range checks;
   /// Pipeline<S, R, OneFOneB> checks and tabulates them).
+  ///@{
   [[nodiscard]] static constexpr int forward_cycle(int S, int /*R*/, int stage,
                                                    int micro_batch) noexcept {
     return micro_batch < S - stage ? stage + micro_batch : stage + 2 * micro_batch;
@@ -91,6 +102,7 @@ struct OneFOneB {
                                                     int micro_batch) noexcept {
     return 2 * S - 1 - stage + 2 * micro_batch;
   }
+  ///@}
 };
 
 }  // namespace schedule
@@ -270,9 +282,13 @@ class Pipeline {
   static constexpr detail::cycle_table<S_, R_> cycles_ = detail::schedule_cycles<S_, R_, schedule_>();
 
  public:
+  /// The Schedule parameter: schedule::GPipe or schedule::OneFOneB.
   using schedule_type = Schedule;
+  /// Short names for the cell types of the table, PipelineAction and PipelineStep.
+  ///@{
   using Action = PipelineAction;
   using Step = PipelineStep;
+  ///@}
   /// The per-stage view returned by stage(i).
   using Stage = PipelineStage<Pipeline>;
 
@@ -372,6 +388,7 @@ class Pipeline {
 template <typename P>
 class PipelineStage {
  public:
+  /// The Pipeline<S, R, Schedule> this is a stage of.
   using pipeline_type = P;
 
   /// Throws std::out_of_range unless 0 <= index < P::stages.
@@ -380,12 +397,18 @@ class PipelineStage {
       throw std::out_of_range("shardwise::PipelineStage: stage index out of range");
   }
 
+  /// The stage's position in the pipeline, 0 to S - 1.
   [[nodiscard]] constexpr int index() const noexcept { return index_; }
   /// The first stage reads the input; the last one computes the loss.
+  ///@{
   [[nodiscard]] constexpr bool is_first() const noexcept { return index_ == 0; }
   [[nodiscard]] constexpr bool is_last() const noexcept { return index_ == P::stages - 1; }
+  ///@}
 
+  /// This stage's cell of the table in `cycle`: Pipeline::step(index(), cycle).
   [[nodiscard]] constexpr PipelineStep step(int cycle) const { return P::step(index_, cycle); }
+  /// What this stage does in `cycle`, and tests for each action.
+  ///@{
   [[nodiscard]] constexpr PipelineAction action(int cycle) const { return step(cycle).action; }
   [[nodiscard]] constexpr bool is_forward(int cycle) const {
     return action(cycle) == PipelineAction::forward;
@@ -394,18 +417,26 @@ class PipelineStage {
     return action(cycle) == PipelineAction::backward;
   }
   [[nodiscard]] constexpr bool is_idle(int cycle) const { return action(cycle) == PipelineAction::idle; }
+  ///@}
   /// The micro-batch worked on in `cycle`, or -1 when idle.
   [[nodiscard]] constexpr int micro_batch(int cycle) const { return step(cycle).micro_batch; }
 
+  /// Cycle of this stage's forward / backward of `micro_batch` (Pipeline::forward_cycle,
+  /// Pipeline::backward_cycle).
+  ///@{
   [[nodiscard]] constexpr int forward_cycle(int micro_batch) const {
     return P::forward_cycle(index_, micro_batch);
   }
   [[nodiscard]] constexpr int backward_cycle(int micro_batch) const {
     return P::backward_cycle(index_, micro_batch);
   }
+  ///@}
+  /// Activations this stage holds at the end of `cycle` (Pipeline::in_flight).
   [[nodiscard]] constexpr int in_flight(int cycle) const { return P::in_flight(index_, cycle); }
+  /// Most activations this stage holds at once (Pipeline::peak_in_flight).
   [[nodiscard]] constexpr int peak_in_flight() const { return P::peak_in_flight(index_); }
 
+  /// The same stage of the same pipeline.
   friend constexpr bool operator==(const PipelineStage&, const PipelineStage&) = default;
 
  private:
