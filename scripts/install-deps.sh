@@ -8,6 +8,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-dev libscalapack-openmpi-dev   # BLAS backend, and pdgemm as a benchmark peer
   gnuplot-nox                                # benchmark plot
+  doxygen                                    # API reference (ninja -C build docs, test docs)
 )
 
 missing=()
