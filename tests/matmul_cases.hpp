@@ -22,23 +22,6 @@ using Line = Mesh<Axis<"x", dynamic_extent>>;
 using Grid = Mesh<Axis<"x", dynamic_extent>, Axis<"y", dynamic_extent>>;
 using Cube = Mesh<Axis<"x", dynamic_extent>, Axis<"y", dynamic_extent>, Axis<"z", dynamic_extent>>;
 
-/// Whether a plan compiles (the same test as matmul_plan's static_asserts, without them).
-template <typename M, typename ShA, typename ShB, typename ShC, typename V>
-constexpr bool plan_is_valid() {
-  if constexpr (detail::checked_sharding<M, ShA, 2>::error != detail::ShardingError::none ||
-                detail::checked_sharding<M, ShB, 2>::error != detail::ShardingError::none) {
-    return false;
-  } else {
-    constexpr auto a = detail::resolve_sharding<M, ShA>();
-    constexpr auto b = detail::resolve_sharding<M, ShB>();
-    if (detail::intersects(a.dims[0], b.dims[1])) return false;
-    using Out = std::conditional_t<std::is_same_v<ShC, NaturalOutput>,
-                                   typename detail::natural_output<ShA, ShB, true>::type, ShC>;
-    constexpr auto c = detail::resolve_sharding<M, Out>();
-    return detail::make_plan(a, b, c, detail::variant_traits<V>::kind).error == detail::PlanError::none;
-  }
-}
-
 /// TS<Am, Bn> with a pending sum over the axes of the Split K.
 template <typename Sh, typename K> struct partial_of;
 template <typename Am, typename Bn, fixed_string... N>
@@ -56,7 +39,7 @@ struct PlanCase {
 template <typename M, typename Scalar, typename ShA, typename ShB, typename ShC = NaturalOutput,
           typename V = variant::Standard>
 void add_case(std::vector<PlanCase<M>>& cases) {
-  if constexpr (plan_is_valid<M, ShA, ShB, ShC, V>()) {
+  if constexpr (valid_matmul<M, ShA, ShB, ShC, V>) {
     std::ostringstream name;
     name << (std::is_same_v<Scalar, double> ? "fp64 " : "fp32 ") << "A" << ShA::to_string() << " B"
          << ShB::to_string() << " " << V::name << ": " << matmul_plan<M, ShA, ShB, ShC, V>::describe();

@@ -70,7 +70,7 @@ CaseResult run_case(ProcessGroupMesh<M>& groups, MatmulShape shape, std::uint64_
 
   using C = decltype(c);
   static_assert(std::is_same_v<typename C::sharding, typename Plan::output_sharding>);
-  const detail::block_geometry<M> geo{groups.mesh(), groups.coordinate()};
+  const detail::block_geometry geo{groups.mesh(), groups.coordinate()};
   constexpr auto out = detail::resolve_sharding<M, typename Plan::output_sharding>();
   result.local_shape_ok = c.local().rows() == geo.extent(shape.m, out.dims[0]) &&
                           c.local().cols() == geo.extent(shape.n, out.dims[1]);

@@ -6,11 +6,11 @@
 
 namespace shardwise::detail {
 template void gemm<double, Eigen::RowMajor, Eigen::ColMajor, Eigen::ColMajor>(
-    double*, block_ref<double, Eigen::RowMajor>, block_ref<double, Eigen::ColMajor>, bool);
+    double*, block_ref<double, Eigen::RowMajor>, block_ref<double, Eigen::ColMajor>, bool, std::int64_t);
 template void gemm<double, Eigen::ColMajor, Eigen::RowMajor, Eigen::ColMajor>(
-    double*, block_ref<double, Eigen::ColMajor>, block_ref<double, Eigen::RowMajor>, bool);
+    double*, block_ref<double, Eigen::ColMajor>, block_ref<double, Eigen::RowMajor>, bool, std::int64_t);
 template void gemm<double, Eigen::ColMajor, Eigen::ColMajor, Eigen::ColMajor>(
-    double*, block_ref<double, Eigen::ColMajor>, block_ref<double, Eigen::ColMajor>, bool);
+    double*, block_ref<double, Eigen::ColMajor>, block_ref<double, Eigen::ColMajor>, bool, std::int64_t);
 }  // namespace shardwise::detail
 
 namespace shardwise::testing {

@@ -245,7 +245,7 @@ TEST(ParallelContextMpi, FromMpiAgreesWithTheOpenMpiLauncher) {
   const int p = world_size();
   auto context = sw::ParallelContext<Line>::from_mpi(MPI_COMM_WORLD, Line{p}, {{ParallelMode::data, {"dp"}}});
   EXPECT_EQ(context.global_rank(), world_rank());
-  EXPECT_EQ(context.world_size(ParallelMode::data), p);
+  EXPECT_EQ(context.group_size(ParallelMode::data), p);
   EXPECT_EQ(context.local_rank(ParallelMode::data), world_rank());
   EXPECT_EQ(context.launcher_environment().launcher, sw::Launcher::openmpi);
   EXPECT_EQ(context.launcher_environment().rank, world_rank());

@@ -1,5 +1,5 @@
 // The virtual cluster: every collective on 1..16 ranks and every scalar type, the channel
-// statistics against detail/traffic.hpp, the counting wrapper, AnyCommunicator, failures
+// statistics against traffic.hpp, the counting wrapper, AnyCommunicator, failures
 // (a throwing rank, deadlocks, mismatched calls) and subgroups.
 #include <gtest/gtest.h>
 
@@ -16,7 +16,7 @@
 #include "shardwise/comm/any_communicator.hpp"
 #include "shardwise/comm/counting.hpp"
 #include "shardwise/comm/virtual_cluster.hpp"
-#include "shardwise/detail/traffic.hpp"
+#include "shardwise/traffic.hpp"
 
 namespace {
 

@@ -170,14 +170,14 @@ TEST(ParallelContextVirtual, ModesOnTheHybridMesh) {
     EXPECT_EQ(context.global_rank(), comm.rank());
     EXPECT_EQ(context.global_size(), 16);
     EXPECT_EQ(context.local_rank(ParallelMode::global), comm.rank());
-    EXPECT_EQ(context.world_size(ParallelMode::global), 16);
+    EXPECT_EQ(context.group_size(ParallelMode::global), 16);
     EXPECT_EQ(&context.group(ParallelMode::global), &context.groups().world());
     EXPECT_EQ(context.local_rank(ParallelMode::data), c[0]);
     EXPECT_EQ(context.local_rank(ParallelMode::pipeline), c[1]);
     EXPECT_EQ(context.local_rank(ParallelMode::tensor), c[2]);
     EXPECT_EQ(context.local_rank(ParallelMode::sequence), c[3]);
     EXPECT_EQ(context.local_rank(ParallelMode::expert), c[0] * 2 + c[3]);
-    EXPECT_EQ(context.world_size(ParallelMode::expert), 4);
+    EXPECT_EQ(context.group_size(ParallelMode::expert), 4);
     for (ParallelMode mode : {ParallelMode::global, ParallelMode::data, ParallelMode::tensor, ParallelMode::pipeline,
                               ParallelMode::sequence, ParallelMode::expert}) {
       SCOPED_TRACE(sw::to_string(mode));
@@ -185,13 +185,13 @@ TEST(ParallelContextVirtual, ModesOnTheHybridMesh) {
       sw::AnyCommunicator& group = context.group(mode);
       EXPECT_EQ(&context.group(mode), &group);
       EXPECT_EQ(group.rank(), context.local_rank(mode));
-      EXPECT_EQ(group.size(), context.world_size(mode));
+      EXPECT_EQ(group.size(), context.group_size(mode));
       const std::vector<int> ranks = context.ranks_in_group(mode);
       std::vector<int> gathered(ranks.size());
       const int me = context.global_rank();
       group.all_gather(std::span<const int>(&me, 1), gathered);
       EXPECT_EQ(gathered, ranks);
-      const int local = context.local_rank(mode), size = context.world_size(mode);
+      const int local = context.local_rank(mode), size = context.group_size(mode);
       EXPECT_EQ(context.next_rank(mode), ranks[static_cast<std::size_t>((local + 1) % size)]);
       EXPECT_EQ(context.prev_rank(mode), ranks[static_cast<std::size_t>((local + size - 1) % size)]);
       EXPECT_EQ(context.is_first(mode), local == 0);
@@ -213,7 +213,7 @@ TEST(ParallelContextVirtual, AnUnboundModeIsAGroupOfOne) {
     for (ParallelMode mode : {ParallelMode::pipeline, ParallelMode::sequence, ParallelMode::expert}) {
       EXPECT_FALSE(context.is_bound(mode));
       EXPECT_EQ(context.local_rank(mode), 0);
-      EXPECT_EQ(context.world_size(mode), 1);
+      EXPECT_EQ(context.group_size(mode), 1);
       EXPECT_EQ(context.group(mode).size(), 1);
       EXPECT_EQ(context.ranks_in_group(mode), std::vector<int>{comm.rank()});
       EXPECT_EQ(context.next_rank(mode), comm.rank());

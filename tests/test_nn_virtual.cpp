@@ -21,7 +21,7 @@ std::string shape_text(sw::FfnShape s) {
 }
 
 std::string traffic_text(const sw::FfnTraffic& t) {
-  auto one = [](const char* name, const sw::FfnKindTraffic& k) {
+  auto one = [](const char* name, const sw::OpCount& k) {
     return std::string(name) + " " + std::to_string(k.traffic.bytes) + " B / " + std::to_string(k.traffic.messages) +
            " msg / " + std::to_string(k.calls) + " calls";
   };
@@ -94,9 +94,9 @@ TEST(FfnVirtual, MegatronTpIsExactlyOneAllReduceOfBsmEachWay) {
     for (int rank = 0; rank < 3; ++rank) {
       const auto& r = results[static_cast<std::size_t>(rank)];
       const sw::Traffic one = sw::detail::ring_all_reduce_traffic(n, 3, rank, sizeof(double));
-      EXPECT_EQ(r.measured_forward.all_reduce, (sw::FfnKindTraffic{one, 1}));
+      EXPECT_EQ(r.measured_forward.all_reduce, (sw::OpCount{one, 1}));
       EXPECT_EQ(r.measured_forward.total(), one);
-      EXPECT_EQ(r.measured_backward.all_reduce, (sw::FfnKindTraffic{one, 1}));
+      EXPECT_EQ(r.measured_backward.all_reduce, (sw::OpCount{one, 1}));
       EXPECT_EQ(r.measured_backward.total(), one);
       EXPECT_EQ(r.measured_first_layer.total(), sw::Traffic{});
     }

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "shardwise/policy.hpp"
+#include "shardwise/plan/matmul_plan.hpp"
 
 namespace sw = shardwise;
 using sw::Operand;

@@ -1,8 +1,9 @@
 // shardwise/matmul.hpp: C = A * B on sharded matrices.
 //
-// matmul_plan (policy.hpp) picks the policy and writes its schedule at compile
-// time; the schedule executor (detail/schedule_executor.hpp) runs exactly that
-// schedule, so the kernel, the cost model and describe() cannot disagree.
+// matmul_plan (plan/matmul_plan.hpp) picks the policy and writes its schedule at compile
+// time; the program (plan/program.hpp) fixes the storage order of every block for the
+// operands' orders; the one executor (kernels/executor.hpp) runs it. So the kernel, the cost
+// model and describe() cannot disagree, and a new plan adds no code.
 //
 //   auto C  = sw::matmul(A, B);                         // natural output [am, bn]
 //   auto Cr = sw::matmul<sw::TensorSharding<sw::Replicated, sw::Replicated>>(A, B);
@@ -17,17 +18,25 @@
 #include <string>
 #include <type_traits>
 
-#include "shardwise/detail/schedule_executor.hpp"
-#include "shardwise/policy.hpp"
+#include "shardwise/kernels/executor.hpp"
+#include "shardwise/plan/matmul_plan.hpp"
+#include "shardwise/plan/program.hpp"
+#include "shardwise/reshard.hpp"
 #include "shardwise/sharded_matrix.hpp"
 
 namespace shardwise {
 
 namespace detail {
 
-template <typename Scalar, MeshType M, typename A, typename B>
+/// The plan lowered for operands stored in OA, OB and a result in OC.
+template <typename Plan, int OA, int OB, int OC>
+inline constexpr program matmul_program = lower(Plan::schedule, Plan::initial_state(), matmul_indices,
+                                                Plan::summa_panel_width, matrix_order(OA), matrix_order(OB), {},
+                                                matrix_order(OC));
+
+template <typename A, typename B>
 void check_operands(const A& a, const B& b) {
-  if (&a.groups() != &b.groups())
+  if (!a.groups().shares_groups_with(b.groups()))
     throw std::invalid_argument(
         "shardwise::matmul: A and B are bound to different ProcessGroupMesh objects; build both from the same one");
   if (cross_rank_shape_checks())
@@ -39,38 +48,35 @@ void check_operands(const A& a, const B& b) {
                                 " x " + std::to_string(b.cols()));
 }
 
-template <typename Plan, typename Scalar, MeshType M, TensorShardingType ShA, int OA, TensorShardingType ShB,
-          int OB, TensorShardingType ShC, int OC>
+template <typename Plan, typename Scalar, MeshType M, typename ShA, int OA, typename ShB, int OB, typename ShC, int OC>
 void run_matmul(ShardedMatrix<Scalar, M, ShC, OC>& c, const ShardedMatrix<Scalar, M, ShA, OA>& a,
                 const ShardedMatrix<Scalar, M, ShB, OB>& b) {
-  schedule_executor<Plan, Scalar, M, OA, OB, OC, OC>::run(a.groups(), MatmulShape{a.rows(), a.cols(), b.cols()},
-                                                          Plan::initial_state(), a.local().data(),
-                                                          b.local().data(), nullptr, c.local().data());
+  execute<Scalar>(matmul_program<Plan, OA, OB, OC>, a.groups().state("matmul"),
+                  matmul_extents({a.rows(), a.cols(), b.cols()}), {a.local().data(), b.local().data(), nullptr, c.local().data()});
 }
 
 }  // namespace detail
 
 /// C = A * B. ShC: NaturalOutput (C = [am, bn]) or a requested TensorSharding.
-/// Variant: standard, ring or summa (see policy.hpp).
-template <typename ShC = NaturalOutput, typename Scalar, MeshType M, TensorShardingType ShA, int OA,
-          TensorShardingType ShB, int OB, detail::MatmulVariant Variant = variant::Standard>
-auto matmul(const ShardedMatrix<Scalar, M, ShA, OA>& a, const ShardedMatrix<Scalar, M, ShB, OB>& b,
-            Variant = {}) {
+/// Variant: standard, ring or summa (see plan/matmul_plan.hpp).
+template <typename ShC = NaturalOutput, typename Scalar, MeshType M, typename ShA, int OA, typename ShB, int OB,
+          detail::MatmulVariant Variant = variant::Standard>
+auto matmul(const ShardedMatrix<Scalar, M, ShA, OA>& a, const ShardedMatrix<Scalar, M, ShB, OB>& b, Variant = {}) {
   using Plan = matmul_plan<M, ShA, ShB, ShC, Variant>;
-  detail::check_operands<Scalar, M>(a, b);
+  detail::check_operands(a, b);
   ShardedMatrix<Scalar, M, typename Plan::output_sharding> c(a.groups(), a.rows(), b.cols(), detail::uninitialized);
   detail::run_matmul<Plan>(c, a, b);
   return c;
 }
 
 /// C = A * B into existing storage; the requested output is C's own sharding.
-template <typename Scalar, MeshType M, TensorShardingType ShA, int OA, TensorShardingType ShB, int OB,
-          TensorShardingType ShC, int OC, detail::MatmulVariant Variant = variant::Standard>
+template <typename Scalar, MeshType M, typename ShA, int OA, typename ShB, int OB, typename ShC, int OC,
+          detail::MatmulVariant Variant = variant::Standard>
 void matmul_into(ShardedMatrix<Scalar, M, ShC, OC>& c, const ShardedMatrix<Scalar, M, ShA, OA>& a,
                  const ShardedMatrix<Scalar, M, ShB, OB>& b, Variant = {}) {
   using Plan = matmul_plan<M, ShA, ShB, ShC, Variant>;
-  detail::check_operands<Scalar, M>(a, b);
-  if (&c.groups() != &a.groups())
+  detail::check_operands(a, b);
+  if (!c.groups().shares_groups_with(a.groups()))
     throw std::invalid_argument(
         "shardwise::matmul_into: C is bound to another ProcessGroupMesh than A and B; build all from the same one");
   if (c.rows() != a.rows() || c.cols() != b.cols())

@@ -158,7 +158,7 @@ class ParallelContext {
   /// Rank within the group of `mode` (0 for an unbound mode).
   [[nodiscard]] int local_rank(ParallelMode mode) const { return groups_.group_rank(axes(mode)); }
   /// Size of the group of `mode` (1 for an unbound mode).
-  [[nodiscard]] int world_size(ParallelMode mode) const { return groups_.group_size(axes(mode)); }
+  [[nodiscard]] int group_size(ParallelMode mode) const { return groups_.group_size(axes(mode)); }
   /// The communicator of `mode`; created on first use, collectively over its members.
   [[nodiscard]] AnyCommunicator& group(ParallelMode mode) {
     AnyCommunicator*& cached = group_cache_[index(mode)];
@@ -175,7 +175,7 @@ class ParallelContext {
     return groups_.group_member(axes(mode), static_cast<long long>(local_rank(mode)) - step);
   }
   [[nodiscard]] bool is_first(ParallelMode mode) const { return local_rank(mode) == 0; }
-  [[nodiscard]] bool is_last(ParallelMode mode) const { return local_rank(mode) == world_size(mode) - 1; }
+  [[nodiscard]] bool is_last(ParallelMode mode) const { return local_rank(mode) == group_size(mode) - 1; }
 
   /// Rank and size among the ranks on this node.
   [[nodiscard]] int node_local_rank() const noexcept { return node_.local_rank; }
@@ -222,7 +222,7 @@ class ParallelContext {
         if (a < 0)
           throw std::invalid_argument(std::string("shardwise::ParallelContext: mode ") + to_string(binding.mode) +
                                       " is bound to axis \"" + std::string(name) +
-                                      "\", which the mesh does not have; its axes are " + detail::axis_names<M>());
+                                      "\", which the mesh does not have; its axes are " + detail::axis_names(M::names));
         axes.push_back(M::names[static_cast<std::size_t>(a)]);  // static storage: no dangling views
       }
       (void)groups_.group_size(axes);  // rejects an axis named twice

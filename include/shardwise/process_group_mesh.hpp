@@ -1,5 +1,5 @@
 // shardwise/process_group_mesh.hpp: one communicator per subset of mesh axes (ColossalAI's
-// ProcessGroupMesh, seeds 001/002, with the EnvironmentTable's no-duplicates rule of seed 000).
+// ProcessGroupMesh, with the EnvironmentTable's rule that a group is never created twice).
 //
 //   sw::ProcessGroupMesh<sw::Mesh<sw::Axis<"dp", 2>, sw::Axis<"tp", 4>>> groups{MPI_COMM_WORLD};
 //   auto& tp = groups.group_along({"tp"});          // the 4 ranks that share my dp coordinate
@@ -14,10 +14,15 @@
 // in mesh order return world()). The same set of ranks in another order is another
 // communicator, because the order of its collective blocks differs.
 //
+// A ProcessGroupMesh is a handle: the groups live in a state it shares with its copies and
+// with every matrix, tensor and layer built on it, and are freed with the last of them. So
+// handing the mesh to a ParallelContext (by value) leaves those matrices working. A
+// moved-from ProcessGroupMesh holds nothing; using it throws std::logic_error.
+//
 // Contract (SPMD): every rank makes the same sequence of group requests. Creating a group is
 // collective over its members only, and each request creates at most the one group holding
 // the caller, so creation order never depends on the rank and no rank can wait for a group
-// another member does not ask for. Groups are freed with the ProcessGroupMesh.
+// another member does not ask for.
 #pragma once
 
 #include <algorithm>
@@ -39,7 +44,7 @@
 #include "shardwise/comm/any_communicator.hpp"
 #include "shardwise/comm/communicator.hpp"
 #include "shardwise/detail/fixed_string.hpp"
-#include "shardwise/detail/static_vector.hpp"
+#include "shardwise/layout.hpp"
 #include "shardwise/mesh.hpp"
 
 namespace shardwise {
@@ -49,21 +54,108 @@ template <typename>
 inline constexpr bool dependent_false = false;
 
 /// "dp, pp, tp" for error messages.
-template <MeshType M>
-std::string axis_names() {
+inline std::string axis_names(std::span<const std::string_view> names) {
   std::string text;
-  for (std::size_t i = 0; i < M::ndim; ++i) {
+  for (std::size_t i = 0; i < names.size(); ++i) {
     if (i != 0) text += ", ";
-    text += M::names[i];
+    text += names[i];
   }
   return text;
 }
+
+/// What a ProcessGroupMesh and everything built on it share: the world communicator, this
+/// rank's place in the mesh, and the groups created so far. Independent of the Mesh type,
+/// so the kernels that ask it for groups are compiled once.
+class group_mesh_state {
+ public:
+  group_mesh_state(AnyCommunicator world, const block_geometry& geometry) : geometry_(geometry) {
+    auto group = std::make_unique<Group>(Group{std::vector<int>(static_cast<std::size_t>(world.size())), std::move(world)});
+    std::iota(group->ranks.begin(), group->ranks.end(), 0);
+    by_ranks_.emplace(group->ranks, &group->comm);
+    groups_.push_back(std::move(group));
+  }
+  group_mesh_state(const group_mesh_state&) = delete;
+  group_mesh_state& operator=(const group_mesh_state&) = delete;
+
+  [[nodiscard]] const block_geometry& geometry() const noexcept { return geometry_; }
+  [[nodiscard]] AnyCommunicator& world() noexcept { return groups_.front()->comm; }
+  [[nodiscard]] std::size_t group_count() const noexcept { return groups_.size(); }
+
+  /// World rank of member `index` of the group along `axes` that holds this rank.
+  [[nodiscard]] int member(const axis_list& axes, int index) const { return geometry_.member(axes, index).flat_rank(); }
+
+  /// World ranks of the group along `axes`, in group order.
+  [[nodiscard]] std::vector<int> ranks_along(const axis_list& axes) const {
+    std::vector<int> ranks(static_cast<std::size_t>(geometry_.group_size(axes)));
+    for (std::size_t i = 0; i < ranks.size(); ++i) ranks[i] = member(axes, static_cast<int>(i));
+    return ranks;
+  }
+
+  /// The group along `axes` (valid, distinct mesh axis indices) that holds this rank.
+  AnyCommunicator& group_along(const axis_list& axes) {
+    for (const auto& [known, group] : by_axes_)
+      if (known == axes) return *group;
+    AnyCommunicator& group = group_of(ranks_along(axes));
+    by_axes_.emplace_back(axes, &group);
+    return group;
+  }
+
+  /// The group along axis `axis` restricted to `indices` on it, or nullptr when this rank's
+  /// index is not listed. Indices must be valid and distinct.
+  AnyCommunicator* group_along_indices(int axis, std::span<const int> indices) {
+    const int mine = geometry_.coordinate[static_cast<std::size_t>(axis)];
+    if (std::find(indices.begin(), indices.end(), mine) == indices.end()) return nullptr;
+    for (const IndexGroup& known : by_indices_)
+      if (known.axis == axis && std::ranges::equal(known.indices, indices)) return known.group;
+    std::vector<int> ranks;
+    ranks.reserve(indices.size());
+    block_geometry other = geometry_;
+    for (int index : indices) {
+      other.coordinate[static_cast<std::size_t>(axis)] = index;
+      ranks.push_back(other.flat_rank());
+    }
+    AnyCommunicator& group = group_of(std::move(ranks));
+    by_indices_.push_back({axis, std::vector<int>(indices.begin(), indices.end()), &group});
+    return &group;
+  }
+
+ private:
+  struct Group {
+    std::vector<int> ranks;  // world ranks in group order
+    AnyCommunicator comm;
+  };
+  struct IndexGroup {
+    int axis;
+    std::vector<int> indices;
+    AnyCommunicator* group;
+  };
+
+  /// The communicator over exactly these world ranks, in this order: cached, or created now
+  /// (collectively with the other members).
+  AnyCommunicator& group_of(std::vector<int> ranks) {
+    if (auto known = by_ranks_.find(ranks); known != by_ranks_.end()) return *known->second;
+    AnyCommunicator comm = world().create_group(ranks);
+    groups_.push_back(std::make_unique<Group>(Group{std::move(ranks), std::move(comm)}));
+    Group& group = *groups_.back();
+    by_ranks_.emplace(group.ranks, &group.comm);
+    return group.comm;
+  }
+
+  block_geometry geometry_;
+  std::vector<std::unique_ptr<Group>> groups_;  // [0] is the world; addresses stay put
+  std::map<std::vector<int>, AnyCommunicator*> by_ranks_;
+  std::vector<std::pair<axis_list, AnyCommunicator*>> by_axes_;
+  std::vector<IndexGroup> by_indices_;
+};
+
 }  // namespace detail
 
 /// Runtime process groups over the axes of a Mesh.
-template <MeshType M>
+template <typename M>
 class ProcessGroupMesh {
-  static_assert(M::ndim <= 15, "shardwise::ProcessGroupMesh supports meshes of at most 15 axes");
+  static_assert(MeshType<M>,
+                "shardwise::ProcessGroupMesh<M>: M must be a shardwise::Mesh<...>; wrap the axes in it, e.g. "
+                "ProcessGroupMesh<Mesh<Axis<\"x\", 2>>>");
 
  public:
   using mesh_type = M;
@@ -77,15 +169,15 @@ class ProcessGroupMesh {
   template <typename Comm>
     requires(!std::same_as<std::remove_cvref_t<Comm>, ProcessGroupMesh>)
   explicit ProcessGroupMesh(Comm&& comm, M mesh = M{}) : mesh_(mesh) {
-    auto world = std::make_unique<Group>(Group{{}, take(std::forward<Comm>(comm), mesh_)});
-    rank_ = world->comm.rank();
+    AnyCommunicator world = take(std::forward<Comm>(comm), mesh_);
+    rank_ = world.rank();
     coordinate_ = mesh_.unravel(rank_);
-    world->ranks.resize(static_cast<std::size_t>(mesh_.size()));
-    std::iota(world->ranks.begin(), world->ranks.end(), 0);
-    by_ranks_.emplace(world->ranks, &world->comm);
-    groups_.push_back(std::move(world));
+    state_ = std::make_shared<detail::group_mesh_state>(std::move(world), detail::block_geometry(mesh_, coordinate_));
   }
 
+  /// Copies share the groups (see the top of this file); a moved-from mesh holds none.
+  ProcessGroupMesh(const ProcessGroupMesh&) = default;
+  ProcessGroupMesh& operator=(const ProcessGroupMesh&) = default;
   ProcessGroupMesh(ProcessGroupMesh&&) noexcept = default;
   ProcessGroupMesh& operator=(ProcessGroupMesh&&) noexcept = default;
 
@@ -96,52 +188,43 @@ class ProcessGroupMesh {
   /// This rank's position in the mesh.
   [[nodiscard]] const coordinate_type& coordinate() const noexcept { return coordinate_; }
   /// The communicator over the whole mesh.
-  [[nodiscard]] AnyCommunicator& world() noexcept { return groups_.front()->comm; }
+  [[nodiscard]] AnyCommunicator& world() const { return state("world").world(); }
 
   /// The group along `axes` (run-time names) that holds this rank. std::invalid_argument for a
   /// name the mesh does not have or a name given twice. A repeated request costs a short
   /// search and no allocation.
-  AnyCommunicator& group_along(std::initializer_list<std::string_view> axes) {
+  AnyCommunicator& group_along(std::initializer_list<std::string_view> axes) const {
     return group_along(std::span<const std::string_view>(axes.begin(), axes.size()));
   }
-  AnyCommunicator& group_along(std::span<const std::string_view> axes) {
-    return group_along_axes(resolve(axes, "group_along"));
+  AnyCommunicator& group_along(std::span<const std::string_view> axes) const {
+    return state("group_along").group_along(resolve(axes, "group_along"));
   }
   /// The group along axes named at compile time: group_along<"dp", "sp">().
   template <fixed_string... Names>
-  AnyCommunicator& group_along() {
+  AnyCommunicator& group_along() const {
     static_assert(((M::index_of(Names.view()) >= 0) && ...),
                   "shardwise::ProcessGroupMesh::group_along<...>: the mesh has no axis of that name; check the "
                   "spelling against the Mesh's Axis<\"name\", extent> list");
-    static constexpr std::array<int, sizeof...(Names)> indices{M::index_of(Names.view())...};
-    static_assert(distinct(indices), "shardwise::ProcessGroupMesh::group_along<...>: an axis is named twice");
-    static constexpr AxisList axes = [] {
-      AxisList list;
-      for (int a : indices) list.push_back(a);
-      return list;
-    }();
-    return group_along_axes(axes);
+    static constexpr detail::axis_list axes{M::index_of(Names.view())...};
+    static_assert(distinct(axes), "shardwise::ProcessGroupMesh::group_along<...>: an axis is named twice");
+    return state("group_along").group_along(axes);
   }
 
   /// The group along the axes with these indices in the mesh (first = major), for code that
-  /// computes its axes, such as the matmul kernels. Indices must be valid and distinct.
-  template <typename IndexList>
-  AnyCommunicator& group_along_axis_indices(const IndexList& axes) {
-    AxisList list;
-    for (int a : axes) list.push_back(a);
-    return group_along_axes(list);
+  /// computes its axes, such as the kernels. Indices must be valid and distinct.
+  AnyCommunicator& group_along_axis_indices(const detail::axis_list& axes) const {
+    return state("group_along_axis_indices").group_along(axes);
   }
 
   /// The group along `axis` restricted to the listed indices on it (e.g. the first and the last
   /// pipeline stage), in the order listed; nullptr when this rank's index on `axis` is not listed
   /// (non-members neither communicate nor create anything).
-  AnyCommunicator* group_along_indices(std::string_view axis, std::initializer_list<int> indices) {
+  AnyCommunicator* group_along_indices(std::string_view axis, std::initializer_list<int> indices) const {
     return group_along_indices(axis, std::span<const int>(indices.begin(), indices.size()));
   }
-  AnyCommunicator* group_along_indices(std::string_view axis, std::span<const int> indices) {
+  AnyCommunicator* group_along_indices(std::string_view axis, std::span<const int> indices) const {
     const int a = resolve(std::span<const std::string_view>(&axis, 1), "group_along_indices")[0];
     const int extent = mesh_.extent(static_cast<std::size_t>(a));
-    bool member = false;
     for (std::size_t i = 0; i < indices.size(); ++i) {
       if (indices[i] < 0 || indices[i] >= extent)
         throw std::invalid_argument("shardwise::ProcessGroupMesh::group_along_indices: index " +
@@ -151,21 +234,8 @@ class ProcessGroupMesh {
         if (indices[j] == indices[i])
           throw std::invalid_argument("shardwise::ProcessGroupMesh::group_along_indices: index " +
                                       std::to_string(indices[i]) + " is listed twice");
-      member = member || indices[i] == coordinate_[static_cast<std::size_t>(a)];
     }
-    if (!member) return nullptr;
-    for (const IndexGroup& known : by_indices_)
-      if (known.axis == a && std::ranges::equal(known.indices, indices)) return known.group;
-    std::vector<int> ranks;
-    ranks.reserve(indices.size());
-    coordinate_type c = coordinate_;
-    for (int index : indices) {
-      c[static_cast<std::size_t>(a)] = index;
-      ranks.push_back(mesh_.ravel(c));
-    }
-    AnyCommunicator& group = group_of(std::move(ranks));
-    by_indices_.push_back({a, std::vector<int>(indices.begin(), indices.end()), &group});
-    return &group;
+    return state("group_along_indices").group_along_indices(a, indices);
   }
 
   /// World ranks of the group along `axes`, in group order, computed without communicating.
@@ -173,7 +243,7 @@ class ProcessGroupMesh {
     return ranks_in_group(std::span<const std::string_view>(axes.begin(), axes.size()));
   }
   [[nodiscard]] std::vector<int> ranks_in_group(std::span<const std::string_view> axes) const {
-    return ranks_along(resolve(axes, "ranks_in_group"));
+    return state("ranks_in_group").ranks_along(resolve(axes, "ranks_in_group"));
   }
 
   /// This rank's rank in the group along `axes` (no communication).
@@ -181,26 +251,20 @@ class ProcessGroupMesh {
     return group_rank(std::span<const std::string_view>(axes.begin(), axes.size()));
   }
   [[nodiscard]] int group_rank(std::span<const std::string_view> axes) const {
-    int index = 0;
-    for (int a : resolve(axes, "group_rank"))
-      index = index * mesh_.extent(static_cast<std::size_t>(a)) + coordinate_[static_cast<std::size_t>(a)];
-    return index;
+    return geometry().group_rank(resolve(axes, "group_rank"));
   }
   /// Number of ranks in the group along `axes` (no communication).
   [[nodiscard]] int group_size(std::initializer_list<std::string_view> axes) const {
     return group_size(std::span<const std::string_view>(axes.begin(), axes.size()));
   }
   [[nodiscard]] int group_size(std::span<const std::string_view> axes) const {
-    int count = 1;
-    for (int a : resolve(axes, "group_size")) count *= mesh_.extent(static_cast<std::size_t>(a));
-    return count;
+    return geometry().group_size(resolve(axes, "group_size"));
   }
   /// World rank of group rank `index` (wrapped around) of the group along `axes`.
   [[nodiscard]] int group_member(std::span<const std::string_view> axes, long long index) const {
-    const AxisList list = resolve(axes, "group_member");
-    int count = 1;
-    for (int a : list) count *= mesh_.extent(static_cast<std::size_t>(a));
-    return member_of(list, static_cast<int>(((index % count) + count) % count));
+    const detail::axis_list list = resolve(axes, "group_member");
+    const long long count = geometry().group_size(list);
+    return geometry().member(list, static_cast<int>(((index % count) + count) % count)).flat_rank();
   }
 
   /// World rank `step` places further along `axis`, wrapping around.
@@ -214,21 +278,24 @@ class ProcessGroupMesh {
   [[nodiscard]] int prev_rank(std::string_view axis, int step = 1) const { return next_rank(axis, -step); }
 
   /// Number of distinct communicators held (the world included).
-  [[nodiscard]] std::size_t num_groups() const noexcept { return groups_.size(); }
+  [[nodiscard]] std::size_t num_groups() const { return state("num_groups").group_count(); }
+
+  /// This rank's place as plain numbers (what the kernels use).
+  [[nodiscard]] detail::block_geometry geometry() const noexcept { return {mesh_, coordinate_}; }
+  /// The shared state, for the kernels; std::logic_error when moved from.
+  [[nodiscard]] detail::group_mesh_state& state(const char* function = "a member function") const {
+    if (!state_)
+      throw std::logic_error(std::string("shardwise::ProcessGroupMesh::") + function +
+                             ": this ProcessGroupMesh was moved from and holds no groups; use the object it was moved "
+                             "into (matrices built on it keep working: they share its groups)");
+    return *state_;
+  }
+  /// Whether the two share their groups (copies of one mesh, or the same object).
+  [[nodiscard]] bool shares_groups_with(const ProcessGroupMesh& other) const noexcept { return state_ == other.state_; }
+  /// False once moved from.
+  [[nodiscard]] explicit operator bool() const noexcept { return static_cast<bool>(state_); }
 
  private:
-  using AxisList = detail::static_vector<int, M::ndim>;
-
-  struct Group {
-    std::vector<int> ranks;  // world ranks in group order
-    AnyCommunicator comm;
-  };
-  struct IndexGroup {
-    int axis;
-    std::vector<int> indices;
-    AnyCommunicator* group;
-  };
-
   static void check_size(int communicator_size, const M& mesh) {
     if (communicator_size == mesh.size()) return;
     std::string shape;
@@ -274,22 +341,21 @@ class ProcessGroupMesh {
     }
   }
 
-  template <typename List>
-  static constexpr bool distinct(const List& axes) {
+  static constexpr bool distinct(const detail::axis_list& axes) {
     for (std::size_t i = 0; i < axes.size(); ++i)
       for (std::size_t j = 0; j < i; ++j)
         if (axes[i] == axes[j]) return false;
     return true;
   }
 
-  static AxisList resolve(std::span<const std::string_view> names, const char* function) {
-    AxisList axes;
+  static detail::axis_list resolve(std::span<const std::string_view> names, const char* function) {
+    detail::axis_list axes;
     for (std::string_view name : names) {
       const int a = M::index_of(name);
       if (a < 0)
         throw std::invalid_argument(std::string("shardwise::ProcessGroupMesh::") + function +
                                     ": the mesh has no axis \"" + std::string(name) + "\"; its axes are " +
-                                    detail::axis_names<M>());
+                                    detail::axis_names(M::names));
       for (int seen : axes)
         if (seen == a)
           throw std::invalid_argument(std::string("shardwise::ProcessGroupMesh::") + function + ": axis \"" +
@@ -299,53 +365,10 @@ class ProcessGroupMesh {
     return axes;
   }
 
-  /// World rank of member `index` of the group along `axes` that holds this rank.
-  [[nodiscard]] int member_of(const AxisList& axes, int index) const {
-    coordinate_type c = coordinate_;
-    for (std::size_t k = axes.size(); k-- > 0;) {
-      const auto a = static_cast<std::size_t>(axes[k]);
-      c[a] = index % mesh_.extent(a);
-      index /= mesh_.extent(a);
-    }
-    return mesh_.ravel(c);
-  }
-
-  [[nodiscard]] std::vector<int> ranks_along(const AxisList& axes) const {
-    int count = 1;
-    for (int a : axes) count *= mesh_.extent(static_cast<std::size_t>(a));
-    std::vector<int> ranks(static_cast<std::size_t>(count));
-    for (int i = 0; i < count; ++i) ranks[static_cast<std::size_t>(i)] = member_of(axes, i);
-    return ranks;
-  }
-
-  AnyCommunicator& group_along_axes(const AxisList& axes) {
-    std::uint64_t key = 0;  // 4 bits per axis, in order; 0 ends the list
-    for (std::size_t i = 0; i < axes.size(); ++i) key |= std::uint64_t(axes[i] + 1) << (4 * i);
-    for (const auto& [known, group] : by_axes_)
-      if (known == key) return *group;
-    AnyCommunicator& group = group_of(ranks_along(axes));
-    by_axes_.emplace_back(key, &group);
-    return group;
-  }
-
-  /// The communicator over exactly these world ranks, in this order: cached, or created now
-  /// (collectively with the other members).
-  AnyCommunicator& group_of(std::vector<int> ranks) {
-    if (auto known = by_ranks_.find(ranks); known != by_ranks_.end()) return *known->second;
-    AnyCommunicator comm = world().create_group(ranks);
-    groups_.push_back(std::make_unique<Group>(Group{std::move(ranks), std::move(comm)}));
-    Group& group = *groups_.back();
-    by_ranks_.emplace(group.ranks, &group.comm);
-    return group.comm;
-  }
-
   M mesh_;
   int rank_ = 0;
   coordinate_type coordinate_{};
-  std::vector<std::unique_ptr<Group>> groups_;  // [0] is the world; addresses stay put on move
-  std::map<std::vector<int>, AnyCommunicator*> by_ranks_;
-  std::vector<std::pair<std::uint64_t, AnyCommunicator*>> by_axes_;
-  std::vector<IndexGroup> by_indices_;
+  std::shared_ptr<detail::group_mesh_state> state_;
 };
 
 }  // namespace shardwise

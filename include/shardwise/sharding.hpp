@@ -19,7 +19,9 @@
 
 namespace shardwise {
 
-/// Upper bound on mesh axes a sharding can name (and on mesh ndim for matmul).
+/// The most axes a mesh used for sharding can have. Axis lists are fixed-capacity constexpr
+/// values inside every plan, so the capacity is paid in every plan's size; real meshes have
+/// at most five or six axes.
 inline constexpr std::size_t max_mesh_axes = 16;
 
 /// A dimension held whole by every rank.

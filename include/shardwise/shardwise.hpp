@@ -1,14 +1,20 @@
 // shardwise/shardwise.hpp: the whole library in one include.
 //
-// Layers, bottom up (each header can also be included on its own):
-//   mesh, sharding, policy     pure compile-time: mesh, shardings, policy choice, schedules, cost model
+// Layers, bottom up (each header can also be included on its own; none includes a header of
+// a layer above it, and the pure compile-time ones include neither MPI nor Eigen):
+//   detail/                    leaf utilities: fixed_string, static_vector, text, partition
+//   mesh, sharding, traffic    pure compile-time vocabulary: mesh, shardings, bytes and messages
+//   layout                     axis lists, block geometry, tensor shardings as values, storage orders
+//   plan/                      the planner: steps, contraction and reshard planning, matmul policies,
+//                              cost model, describe(), programs (storage orders)
 //   comm/                      Communicator concept; MPI, virtual-cluster and counting backends
 //   process_group_mesh         one communicator per subset of mesh axes
 //   parallel_context           parallel modes (data, tensor, pipeline, ...) over the mesh; launchers
-//   sharded_matrix             a matrix distributed over the mesh; reshard and reduce
-//   matmul                     C = A * B, one compiled schedule per policy
+//   kernels/                   the one executor, GEMM (BLAS or Eigen), packing, scratch space
+//   sharded_matrix             a matrix distributed over the mesh
+//   reshard, matmul            operations: reshard and reduce; C = A * B
 //   nn/pipeline_schedule       constexpr GPipe / 1F1B tables
-//   nn/ffn_policy              FeedForward policy choice, schedules, cost model (compile-time)
+//   nn/ffn_policy              FeedForward policies: its contractions planned, cost model (compile-time)
 //   nn/feed_forward            the sharded FeedForward layer, forward and backward
 //   nn/optimizer               SGD, Adam, gradient all-reduce over data-parallel replicas
 //   nn/pipeline, nn/mlp        pipeline engine (point-to-point between stages), pipelined MLP
@@ -21,7 +27,10 @@
 #include "shardwise/version.hpp"
 #include "shardwise/mesh.hpp"
 #include "shardwise/sharding.hpp"
-#include "shardwise/policy.hpp"
+#include "shardwise/traffic.hpp"
+#include "shardwise/layout.hpp"
+#include "shardwise/plan/matmul_plan.hpp"
+#include "shardwise/plan/reshard.hpp"
 #include "shardwise/comm/any_communicator.hpp"
 #include "shardwise/comm/counting.hpp"
 #include "shardwise/comm/mpi.hpp"
@@ -29,6 +38,7 @@
 #include "shardwise/process_group_mesh.hpp"
 #include "shardwise/parallel_context.hpp"
 #include "shardwise/sharded_matrix.hpp"
+#include "shardwise/reshard.hpp"
 #include "shardwise/matmul.hpp"
 #include "shardwise/nn/pipeline_schedule.hpp"
 #include "shardwise/nn/ffn_policy.hpp"

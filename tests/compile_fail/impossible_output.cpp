@@ -1,6 +1,6 @@
 // C comes out split by rows over x; asking for rows over y would be a silent reshuffle.
 // expect: the requested output cannot be reached for the rows (m)
-#include "shardwise/policy.hpp"
+#include "shardwise/plan/matmul_plan.hpp"
 namespace sw = shardwise;
 using Grid = sw::Mesh<sw::Axis<"x", 2>, sw::Axis<"y", 4>>;
 using A = sw::TensorSharding<sw::Split<"x">, sw::Replicated>;

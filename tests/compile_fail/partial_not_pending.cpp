@@ -1,6 +1,6 @@
 // Nothing is summed over y in this product, so C cannot be Partial over y.
 // expect: only the k axes shared by A and B (ak = bk) can stay Partial
-#include "shardwise/policy.hpp"
+#include "shardwise/plan/matmul_plan.hpp"
 namespace sw = shardwise;
 using Grid = sw::Mesh<sw::Axis<"x", 2>, sw::Axis<"y", 4>>;
 using A = sw::TensorSharding<sw::Replicated, sw::Split<"x">>;

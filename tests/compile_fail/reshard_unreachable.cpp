@@ -1,6 +1,6 @@
 // Moving a split from x to y is an all-to-all, never done silently.
 // expect: shardwise::reshard: the target sharding cannot be reached
-#include "shardwise/policy.hpp"
+#include "shardwise/plan/matmul_plan.hpp"
 namespace sw = shardwise;
 using Grid = sw::Mesh<sw::Axis<"x", 2>, sw::Axis<"y", 4>>;
 using From = sw::TensorSharding<sw::Split<"x">, sw::Replicated>;

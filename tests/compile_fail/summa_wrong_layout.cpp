@@ -1,6 +1,6 @@
 // SUMMA needs the 2-D block layout A = [X, Y], B = [X, Y].
 // expect: the SUMMA variant needs A = [X, Y] and B = [X, Y]
-#include "shardwise/policy.hpp"
+#include "shardwise/plan/matmul_plan.hpp"
 namespace sw = shardwise;
 using Grid = sw::Mesh<sw::Axis<"x", 2>, sw::Axis<"y", 4>>;
 using A = sw::TensorSharding<sw::Split<"x">, sw::Split<"y">>;

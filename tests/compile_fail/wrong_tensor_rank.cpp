@@ -1,6 +1,6 @@
 // A matrix needs two dimension shardings; this one has one.
 // expect: a matrix needs exactly two, TensorSharding<rows, columns>
-#include "shardwise/policy.hpp"
+#include "shardwise/plan/matmul_plan.hpp"
 namespace sw = shardwise;
 using Grid = sw::Mesh<sw::Axis<"x", 2>, sw::Axis<"y", 4>>;
 using A = sw::TensorSharding<sw::Split<"x">>;

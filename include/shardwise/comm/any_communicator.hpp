@@ -16,6 +16,7 @@
 
 #include "shardwise/comm/collective_api.hpp"
 #include "shardwise/comm/communicator.hpp"
+#include "shardwise/comm/operations.hpp"
 #include "shardwise/comm/request.hpp"
 #include "shardwise/comm/types.hpp"
 
@@ -29,20 +30,9 @@ struct AnyCommInterface {
   AnyCommInterface& operator=(const AnyCommInterface&) = delete;
   virtual ~AnyCommInterface() = default;
 
-  virtual void all_reduce(const void* in, void* out, std::int64_t n, Datatype t, ReduceOp op) = 0;
-  virtual void all_gather(const void* in, void* out, std::int64_t n, Datatype t) = 0;
-  virtual void all_gather_v(const void* in, void* out, std::span<const std::int64_t> counts, Datatype t) = 0;
-  virtual void reduce_scatter(const void* in, void* out, std::span<const std::int64_t> counts, Datatype t,
-                              ReduceOp op) = 0;
-  virtual void reduce_scatter_block(const void* in, void* out, std::int64_t n, Datatype t, ReduceOp op) = 0;
-  virtual void broadcast(void* buffer, std::int64_t n, Datatype t, int root) = 0;
-  virtual void send(const void* data, std::int64_t n, Datatype t, int dest, int tag) = 0;
-  virtual void recv(void* data, std::int64_t n, Datatype t, int source, int tag) = 0;
-  virtual void sendrecv(const void* send, std::int64_t send_n, int dest, void* recv, std::int64_t recv_n,
-                        int source, Datatype t, int tag) = 0;
-  virtual Request start_sendrecv(const void* send, std::int64_t send_n, int dest, void* recv,
-                                 std::int64_t recv_n, int source, Datatype t, int tag) = 0;
-  virtual void barrier() = 0;
+#define SHARDWISE_COMM_VIRTUAL(R, name, params, args) virtual R name params = 0;
+  SHARDWISE_COMM_OPERATIONS(SHARDWISE_COMM_VIRTUAL)
+#undef SHARDWISE_COMM_VIRTUAL
   virtual std::unique_ptr<AnyCommInterface> create_group(std::span<const int> ranks) = 0;
   [[nodiscard]] virtual const std::type_info& type() const noexcept = 0;
   [[nodiscard]] virtual void* target() noexcept = 0;
@@ -52,40 +42,10 @@ template <Communicator C>
 struct AnyCommModel final : AnyCommInterface {
   explicit AnyCommModel(C&& c) : comm(std::move(c)) {}
 
-  void all_reduce(const void* in, void* out, std::int64_t n, Datatype t, ReduceOp op) override {
-    RawAccess::all_reduce(comm, in, out, n, t, op);
-  }
-  void all_gather(const void* in, void* out, std::int64_t n, Datatype t) override {
-    RawAccess::all_gather(comm, in, out, n, t);
-  }
-  void all_gather_v(const void* in, void* out, std::span<const std::int64_t> counts, Datatype t) override {
-    RawAccess::all_gather_v(comm, in, out, counts, t);
-  }
-  void reduce_scatter(const void* in, void* out, std::span<const std::int64_t> counts, Datatype t,
-                      ReduceOp op) override {
-    RawAccess::reduce_scatter(comm, in, out, counts, t, op);
-  }
-  void reduce_scatter_block(const void* in, void* out, std::int64_t n, Datatype t, ReduceOp op) override {
-    RawAccess::reduce_scatter_block(comm, in, out, n, t, op);
-  }
-  void broadcast(void* buffer, std::int64_t n, Datatype t, int root) override {
-    RawAccess::broadcast(comm, buffer, n, t, root);
-  }
-  void send(const void* data, std::int64_t n, Datatype t, int dest, int tag) override {
-    RawAccess::send(comm, data, n, t, dest, tag);
-  }
-  void recv(void* data, std::int64_t n, Datatype t, int source, int tag) override {
-    RawAccess::recv(comm, data, n, t, source, tag);
-  }
-  void sendrecv(const void* send, std::int64_t send_n, int dest, void* recv, std::int64_t recv_n, int source,
-                Datatype t, int tag) override {
-    RawAccess::sendrecv(comm, send, send_n, dest, recv, recv_n, source, t, tag);
-  }
-  Request start_sendrecv(const void* send, std::int64_t send_n, int dest, void* recv, std::int64_t recv_n,
-                         int source, Datatype t, int tag) override {
-    return RawAccess::start_sendrecv(comm, send, send_n, dest, recv, recv_n, source, t, tag);
-  }
-  void barrier() override { RawAccess::barrier(comm); }
+#define SHARDWISE_COMM_OVERRIDE(R, name, params, args) \
+  R name params override { return RawAccess::name(comm SHARDWISE_COMM_COMMA_LIST args); }
+  SHARDWISE_COMM_OPERATIONS(SHARDWISE_COMM_OVERRIDE)
+#undef SHARDWISE_COMM_OVERRIDE
   std::unique_ptr<AnyCommInterface> create_group(std::span<const int> ranks) override {
     return std::make_unique<AnyCommModel>(RawAccess::create_group(comm, ranks));
   }
@@ -131,34 +91,10 @@ class AnyCommunicator : public detail::CollectiveApi<AnyCommunicator> {
   AnyCommunicator(std::unique_ptr<detail::AnyCommInterface> impl, int rank, int size)
       : rank_(rank), size_(size), impl_(std::move(impl)) {}
 
-  void do_all_reduce(const void* in, void* out, std::int64_t n, Datatype t, ReduceOp op) {
-    impl_->all_reduce(in, out, n, t, op);
-  }
-  void do_all_gather(const void* in, void* out, std::int64_t n, Datatype t) { impl_->all_gather(in, out, n, t); }
-  void do_all_gather_v(const void* in, void* out, std::span<const std::int64_t> counts, Datatype t) {
-    impl_->all_gather_v(in, out, counts, t);
-  }
-  void do_reduce_scatter(const void* in, void* out, std::span<const std::int64_t> counts, Datatype t,
-                         ReduceOp op) {
-    impl_->reduce_scatter(in, out, counts, t, op);
-  }
-  void do_reduce_scatter_block(const void* in, void* out, std::int64_t n, Datatype t, ReduceOp op) {
-    impl_->reduce_scatter_block(in, out, n, t, op);
-  }
-  void do_broadcast(void* buffer, std::int64_t n, Datatype t, int root) { impl_->broadcast(buffer, n, t, root); }
-  void do_send(const void* data, std::int64_t n, Datatype t, int dest, int tag) {
-    impl_->send(data, n, t, dest, tag);
-  }
-  void do_recv(void* data, std::int64_t n, Datatype t, int source, int tag) { impl_->recv(data, n, t, source, tag); }
-  void do_sendrecv(const void* send, std::int64_t send_n, int dest, void* recv, std::int64_t recv_n, int source,
-                   Datatype t, int tag) {
-    impl_->sendrecv(send, send_n, dest, recv, recv_n, source, t, tag);
-  }
-  Request do_start_sendrecv(const void* send, std::int64_t send_n, int dest, void* recv, std::int64_t recv_n,
-                            int source, Datatype t, int tag) {
-    return impl_->start_sendrecv(send, send_n, dest, recv, recv_n, source, t, tag);
-  }
-  void do_barrier() { impl_->barrier(); }
+#define SHARDWISE_COMM_FORWARD(R, name, params, args) \
+  R do_##name params { return impl_->name args; }
+  SHARDWISE_COMM_OPERATIONS(SHARDWISE_COMM_FORWARD)
+#undef SHARDWISE_COMM_FORWARD
   AnyCommunicator do_create_group(std::span<const int> ranks) {
     int position = 0;
     while (ranks[static_cast<std::size_t>(position)] != rank_) ++position;

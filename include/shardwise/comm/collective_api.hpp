@@ -1,8 +1,8 @@
 // shardwise/comm/collective_api.hpp: the typed public API every backend shares.
 //
-// A backend implements a small untyped set of private functions (do_all_reduce,
-// do_all_gather, ...: raw pointers, element counts, a Datatype) and two public ones,
-// rank() and size(); it derives from CollectiveApi<Backend> and befriends
+// A backend implements the untyped operations of comm/operations.hpp as private members
+// (do_all_reduce, do_all_gather, ...: raw pointers, element counts, a Datatype) and two
+// public ones, rank() and size(); it derives from CollectiveApi<Backend> and befriends
 // detail::RawAccess. CollectiveApi turns typed buffers (std::span, std::vector, any
 // contiguous range of float, double, int or std::int64_t) into those calls after
 // checking every size, so each backend, the counting wrapper and AnyCommunicator get
@@ -29,67 +29,11 @@
 #include <string>
 #include <type_traits>
 
+#include "shardwise/comm/operations.hpp"
 #include "shardwise/comm/request.hpp"
 #include "shardwise/comm/types.hpp"
 
 namespace shardwise::detail {
-
-/// The door to a backend's private untyped functions (backends befriend it).
-struct RawAccess {
-  template <typename C>
-  static void all_reduce(C& c, const void* in, void* out, std::int64_t n, Datatype t, ReduceOp op) {
-    c.do_all_reduce(in, out, n, t, op);
-  }
-  template <typename C>
-  static void all_gather(C& c, const void* in, void* out, std::int64_t n, Datatype t) {
-    c.do_all_gather(in, out, n, t);
-  }
-  template <typename C>
-  static void all_gather_v(C& c, const void* in, void* out, std::span<const std::int64_t> counts,
-                           Datatype t) {
-    c.do_all_gather_v(in, out, counts, t);
-  }
-  template <typename C>
-  static void reduce_scatter(C& c, const void* in, void* out, std::span<const std::int64_t> counts,
-                             Datatype t, ReduceOp op) {
-    c.do_reduce_scatter(in, out, counts, t, op);
-  }
-  template <typename C>
-  static void reduce_scatter_block(C& c, const void* in, void* out, std::int64_t n, Datatype t,
-                                   ReduceOp op) {
-    c.do_reduce_scatter_block(in, out, n, t, op);
-  }
-  template <typename C>
-  static void broadcast(C& c, void* buffer, std::int64_t n, Datatype t, int root) {
-    c.do_broadcast(buffer, n, t, root);
-  }
-  template <typename C>
-  static void send(C& c, const void* data, std::int64_t n, Datatype t, int dest, int tag) {
-    c.do_send(data, n, t, dest, tag);
-  }
-  template <typename C>
-  static void recv(C& c, void* data, std::int64_t n, Datatype t, int source, int tag) {
-    c.do_recv(data, n, t, source, tag);
-  }
-  template <typename C>
-  static void sendrecv(C& c, const void* send, std::int64_t send_n, int dest, void* recv,
-                       std::int64_t recv_n, int source, Datatype t, int tag) {
-    c.do_sendrecv(send, send_n, dest, recv, recv_n, source, t, tag);
-  }
-  template <typename C>
-  static Request start_sendrecv(C& c, const void* send, std::int64_t send_n, int dest, void* recv,
-                                std::int64_t recv_n, int source, Datatype t, int tag) {
-    return c.do_start_sendrecv(send, send_n, dest, recv, recv_n, source, t, tag);
-  }
-  template <typename C>
-  static void barrier(C& c) {
-    c.do_barrier();
-  }
-  template <typename C>
-  static C create_group(C& c, std::span<const int> ranks) {
-    return c.do_create_group(ranks);
-  }
-};
 
 /// A contiguous range of CommScalar that can be read.
 template <typename R>

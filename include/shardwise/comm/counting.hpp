@@ -1,7 +1,7 @@
 // shardwise/comm/counting.hpp: a Communicator that counts what its rank sends.
 //
 // CountingCommunicator<C> forwards every operation to C and adds, per kind of
-// operation, the bytes and messages that the ring schedule of detail/traffic.hpp
+// operation, the bytes and messages that the ring schedule of traffic.hpp
 // sends from this rank, plus a call count. The counts are the cost model's, whatever
 // algorithm the backend really runs: over the virtual cluster they equal its channel
 // statistics, over MPI they are what the kernels are charged. Subgroups created
@@ -11,43 +11,18 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <type_traits>
 #include <utility>
 
 #include "shardwise/comm/collective_api.hpp"
 #include "shardwise/comm/communicator.hpp"
+#include "shardwise/comm/operations.hpp"
 #include "shardwise/comm/request.hpp"
 #include "shardwise/comm/types.hpp"
 #include "shardwise/detail/partition.hpp"
-#include "shardwise/detail/traffic.hpp"
+#include "shardwise/traffic.hpp"
 
 namespace shardwise {
-
-/// Traffic and number of calls of one kind of operation.
-struct OpCount {
-  Traffic traffic;
-  std::int64_t calls = 0;
-
-  friend constexpr bool operator==(const OpCount&, const OpCount&) = default;
-};
-
-/// What one rank sent, by kind. all_gather includes all_gather_v; reduce_scatter includes
-/// reduce_scatter_block; point_to_point counts sends (recv calls are counted, with no traffic);
-/// barrier counts calls only.
-struct CommCounters {
-  OpCount all_reduce;
-  OpCount all_gather;
-  OpCount reduce_scatter;
-  OpCount broadcast;
-  OpCount point_to_point;
-  OpCount barrier;
-
-  /// Traffic of every kind together.
-  [[nodiscard]] constexpr Traffic total() const noexcept {
-    return all_reduce.traffic + all_gather.traffic + reduce_scatter.traffic + broadcast.traffic +
-           point_to_point.traffic + barrier.traffic;
-  }
-  constexpr void reset() noexcept { *this = CommCounters{}; }
-};
 
 /// Wraps a Communicator and counts into a CommCounters shared with its subgroups.
 template <Communicator C>
@@ -77,56 +52,59 @@ class CountingCommunicator : public detail::CollectiveApi<CountingCommunicator<C
   static std::int64_t bytes(Datatype t) noexcept { return static_cast<std::int64_t>(detail::size_of(t)); }
   [[nodiscard]] int next() const noexcept { return (rank() + 1) % size(); }
 
-  void do_all_reduce(const void* in, void* out, std::int64_t n, Datatype t, ReduceOp op) {
-    Raw::all_reduce(inner_, in, out, n, t, op);
+  /// Runs `call`, then `count`; returns what `call` returned.
+  template <typename Call, typename Count>
+  static decltype(auto) counted(Call&& call, Count&& count) {
+    if constexpr (std::is_void_v<std::invoke_result_t<Call>>) {
+      call();
+      count();
+    } else {
+      auto result = call();
+      count();
+      return result;
+    }
+  }
+
+  // Each operation is forwarded, then counted by count_<name> below.
+#define SHARDWISE_COMM_COUNTED(R, name, params, args)                                                   \
+  R do_##name params {                                                                                   \
+    return counted([&] { return Raw::name(inner_ SHARDWISE_COMM_COMMA_LIST args); },                     \
+                   [&] { count_##name args; });                                                          \
+  }
+  SHARDWISE_COMM_OPERATIONS(SHARDWISE_COMM_COUNTED)
+#undef SHARDWISE_COMM_COUNTED
+
+  void count_all_reduce(const void*, void*, std::int64_t n, Datatype t, ReduceOp) {
     add(counters_->all_reduce, detail::ring_all_reduce_traffic(n, size(), rank(), bytes(t)));
   }
-  void do_all_gather(const void* in, void* out, std::int64_t n, Datatype t) {
-    Raw::all_gather(inner_, in, out, n, t);
+  void count_all_gather(const void*, void*, std::int64_t n, Datatype t) {
     add(counters_->all_gather, detail::ring_all_gather_traffic(n * size(), n, size(), bytes(t)));
   }
-  void do_all_gather_v(const void* in, void* out, std::span<const std::int64_t> counts, Datatype t) {
-    Raw::all_gather_v(inner_, in, out, counts, t);
+  void count_all_gather_v(const void*, void*, std::span<const std::int64_t> counts, Datatype t) {
     add(counters_->all_gather, detail::ring_all_gather_traffic(sum(counts), counts[static_cast<std::size_t>(next())],
                                                                size(), bytes(t)));
   }
-  void do_reduce_scatter(const void* in, void* out, std::span<const std::int64_t> counts, Datatype t,
-                         ReduceOp op) {
-    Raw::reduce_scatter(inner_, in, out, counts, t, op);
+  void count_reduce_scatter(const void*, void*, std::span<const std::int64_t> counts, Datatype t, ReduceOp) {
     add(counters_->reduce_scatter,
         detail::ring_reduce_scatter_traffic(sum(counts), counts[static_cast<std::size_t>(rank())], size(), bytes(t)));
   }
-  void do_reduce_scatter_block(const void* in, void* out, std::int64_t n, Datatype t, ReduceOp op) {
-    Raw::reduce_scatter_block(inner_, in, out, n, t, op);
+  void count_reduce_scatter_block(const void*, void*, std::int64_t n, Datatype t, ReduceOp) {
     add(counters_->reduce_scatter, detail::ring_reduce_scatter_traffic(n * size(), n, size(), bytes(t)));
   }
-  void do_broadcast(void* buffer, std::int64_t n, Datatype t, int root) {
-    Raw::broadcast(inner_, buffer, n, t, root);
+  void count_broadcast(void*, std::int64_t n, Datatype t, int root) {
     add(counters_->broadcast, detail::chain_broadcast_traffic(n, size(), rank(), root, bytes(t)));
   }
-  void do_send(const void* data, std::int64_t n, Datatype t, int dest, int tag) {
-    Raw::send(inner_, data, n, t, dest, tag);
+  void count_send(const void*, std::int64_t n, Datatype t, int, int) {
     add(counters_->point_to_point, detail::message_traffic(n, bytes(t)));
   }
-  void do_recv(void* data, std::int64_t n, Datatype t, int source, int tag) {
-    Raw::recv(inner_, data, n, t, source, tag);
-    add(counters_->point_to_point, {});
-  }
-  void do_sendrecv(const void* send, std::int64_t send_n, int dest, void* recv, std::int64_t recv_n, int source,
-                   Datatype t, int tag) {
-    Raw::sendrecv(inner_, send, send_n, dest, recv, recv_n, source, t, tag);
+  void count_recv(void*, std::int64_t, Datatype, int, int) { add(counters_->point_to_point, {}); }
+  void count_sendrecv(const void*, std::int64_t send_n, int, void*, std::int64_t, int, Datatype t, int) {
     add(counters_->point_to_point, detail::message_traffic(send_n, bytes(t)));
   }
-  Request do_start_sendrecv(const void* send, std::int64_t send_n, int dest, void* recv, std::int64_t recv_n,
-                            int source, Datatype t, int tag) {
-    Request request = Raw::start_sendrecv(inner_, send, send_n, dest, recv, recv_n, source, t, tag);
+  void count_start_sendrecv(const void*, std::int64_t send_n, int, void*, std::int64_t, int, Datatype t, int) {
     add(counters_->point_to_point, detail::message_traffic(send_n, bytes(t)));
-    return request;
   }
-  void do_barrier() {
-    Raw::barrier(inner_);
-    add(counters_->barrier, {});
-  }
+  void count_barrier() { add(counters_->barrier, {}); }
   CountingCommunicator do_create_group(std::span<const int> ranks) {
     return CountingCommunicator(Raw::create_group(inner_, ranks), counters_);
   }

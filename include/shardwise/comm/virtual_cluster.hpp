@@ -9,7 +9,7 @@
 // and never blocks; a receive takes the first queued message from that source with that
 // tag (MPI's non-overtaking order). Collectives are ring algorithms built on it, in
 // group-rank order (send to rank + 1, receive from rank - 1), in a matching space of their
-// own, sending exactly the messages that detail/traffic.hpp counts, zero-length ones
+// own, sending exactly the messages that traffic.hpp counts, zero-length ones
 // included; so the channel statistics equal the cost model's formulas. The barrier sends
 // nothing. (Buffered sends are more forgiving than MPI_Send, which may wait for the receiver:
 // code that exchanges data with two plain sends passes here and can hang under MPI.)
@@ -44,7 +44,7 @@
 #include "shardwise/comm/request.hpp"
 #include "shardwise/comm/types.hpp"
 #include "shardwise/detail/partition.hpp"
-#include "shardwise/detail/traffic.hpp"
+#include "shardwise/traffic.hpp"
 
 namespace shardwise {
 

@@ -8,11 +8,11 @@
 //   auto y  = ffn.forward(x, cache);      // one AllReduce of b*s*m
 //   auto dx = ffn.backward(dy, cache);    // one AllReduce of b*s*m; adds dW1, db1, dW2, db2
 //
-// The policy and both schedules come from feed_forward_plan (nn/ffn_policy.hpp); the
-// kernel runs a fixed dataflow (the six GEMMs of a two-layer MLP) and, at each point where
-// a tensor may be communicated, does exactly what the plan's schedule lists for it, with
-// block sizes from the same function the cost model uses. So counted traffic equals the
-// model (tests check it per rank).
+// The plan (nn/ffn_policy.hpp) is the layer's six contractions planned by the one contraction
+// planner; this kernel runs each of them, and the gathers that prepare their inputs, through
+// the one executor (kernels/executor.hpp), and does the element-wise work (biases, ReLU, its
+// mask, the biases' gradients) itself. So counted traffic equals the model (tests check it
+// per rank) and no collective is written here.
 //
 // Decisions:
 // - The layer owns its parameters and their gradients (ShardedMatrix objects; the biases
@@ -22,16 +22,14 @@
 //   GSPMD and SP) and the hidden activation after the ReLU (its sign is the ReLU mask). One
 //   Cache per micro-batch in flight; its storage is reused when shapes repeat.
 // - GSPMD's gathered W1 and W2 are kept in the layer and reused by backward (no second
-//   AllGather: the conjugate schedule of the issue). So under GSPMD, do not change the
-//   weights between a forward and its backward. The other policies read the weights when
-//   backward runs.
+//   AllGather). So under GSPMD, do not change the weights between a forward and its
+//   backward. The other policies read the weights when backward runs.
 // - Storage orders are chosen so that every collective moves contiguous blocks: a weight
 //   gathered along a dimension keeps that dimension outer (W1 row-major, W2 column-major
-//   under GSPMD), activations follow ShardedActivation's rule, H and dH are row-major.
-// - The six GEMMs go through detail::gemm, which ends every call in one of its few
-//   column-major-C instantiations (compile time).
-// - Scratch that lives only within one call (the partial Y, the gathered dY, dH, partial
-//   weight gradients) comes from detail::Workspace: no allocation in steady state.
+//   under GSPMD), activations follow ShardedActivation's rule, H and dH are row-major
+//   (tokens x h); every GEMM then runs on the blocks as they are stored.
+// - Scratch that lives only within one call (dY as gathered, dH) comes from the per-thread
+//   Workspace: no allocation in steady state.
 #pragma once
 
 #include <Eigen/Core>
@@ -42,43 +40,86 @@
 #include <string>
 #include <vector>
 
-#include "shardwise/detail/gemm.hpp"
-#include "shardwise/detail/schedule_executor.hpp"
-#include "shardwise/detail/workspace.hpp"
+#include "shardwise/kernels/executor.hpp"
+#include "shardwise/kernels/workspace.hpp"
+#include "shardwise/layout.hpp"
 #include "shardwise/nn/ffn_policy.hpp"
 #include "shardwise/nn/optimizer.hpp"
 #include "shardwise/nn/sharded_activation.hpp"
+#include "shardwise/plan/program.hpp"
 #include "shardwise/process_group_mesh.hpp"
 #include "shardwise/sharded_matrix.hpp"
 
 namespace shardwise {
 
 namespace detail {
-/// The transpose of a whole rows x cols block stored in order O: the same data, read in the other order.
-template <typename Scalar, int O>
-block_ref<Scalar, flip_order(O)> transposed(const Scalar* data, std::int64_t rows, std::int64_t cols) {
-  return block_ref<Scalar, flip_order(O)>::whole(data, cols, rows);
+
+/// The AllGathers that `plan` makes on its input `op`, as a reshard of that tensor alone.
+constexpr Schedule input_gathers(const contraction_plan_data& plan, Operand op) {
+  Schedule steps;
+  for (const Step& s : plan.steps)
+    if (s.kind == StepKind::all_gather && s.operand == op) steps.push_back({s.kind, Operand::C, s.dim, s.axes, {}});
+  return steps;
 }
 
-/// Storage order of a weight: the gathered dimension outer, so its AllGather (and the
-/// conjugate ReduceScatter of its gradient) moves contiguous blocks; otherwise the default.
-template <TensorShardingType Sh>
-constexpr int ffn_weight_order(const FfnSchedule& forward, FfnTensor weight) {
-  for (const FfnStep& step : forward)
-    if (step.tensor == weight && step.kind == FfnCollective::all_gather) return outer_order(step.dim);
+/// `plan` without the gathers of its inputs: the contraction and what finishes it, starting
+/// from A and B as already gathered.
+constexpr contraction_plan_data without_input_gathers(const contraction_plan_data& plan) {
+  contraction_plan_data rest = plan;
+  rest.steps = {};
+  for (const Step& s : plan.steps) {
+    if (s.kind == StepKind::all_gather && s.operand != Operand::C)
+      apply_step(s, rest.start);
+    else
+      rest.steps.push_back(s);
+  }
+  return rest;
+}
+
+/// The storage order a block in `order` ends in after the gathers `steps` (each needs its
+/// dimension outermost).
+constexpr dim_order order_after(const Schedule& steps, dim_order order) {
+  for (const Step& s : steps) order = lowering::for_collective(order, s.dim);
+  return order;
+}
+
+/// The program of a tensor's gathers: from a block in `from` into one in the order they leave.
+constexpr program gather_program(const Schedule& steps, const tensor_axes& start, const dim_order& from) {
+  operand_axes state;
+  state[Operand::C] = start;
+  return lower(steps, state, reshard_indices(start.rank), 0, {}, {}, from, order_after(steps, from));
+}
+
+/// The program of a contraction whose inputs are stored in `a` and `b`, into `out`.
+constexpr program contraction_program(const contraction_plan_data& plan, const contraction_indices& ix,
+                                      const dim_order& a, const dim_order& b, const dim_order& out) {
+  const contraction_plan_data rest = without_input_gathers(plan);
+  return lower(rest.steps, rest.start, ix, 0, a, b, {}, out);
+}
+
+/// The program that AllReduces a bias gradient of `n` columns split over `split`, pending
+/// over `tokens` (the rows of the activation it is summed from).
+constexpr program bias_reduction(const axis_list& split, const axis_list& tokens) {
+  operand_axes state;
+  state[Operand::C] = axes_of({split});
+  state[Operand::C].partial = tokens;
+  Schedule steps;
+  if (!tokens.empty()) steps.push_back({StepKind::all_reduce, Operand::C, -1, tokens, {}});
+  return lower(steps, state, reshard_indices(1), 0, {}, {}, dim_order::row_major(1), dim_order::row_major(1));
+}
+
+/// Storage order of a weight: the dimension its forward gathers outer, so its AllGather (and
+/// the ReduceScatter of its gradient) moves contiguous blocks; otherwise the default.
+template <typename Sh>
+constexpr int ffn_weight_order(const contraction_plan_data& plan) {
+  for (const Step& s : plan.steps)
+    if (s.kind == StepKind::all_gather && s.operand == Operand::B) return s.dim == 0 ? Eigen::RowMajor : Eigen::ColMajor;
   return default_storage_order<Sh>();
 }
 
-/// Whether every collective on an activation moves contiguous blocks in storage `order`:
-/// along m (dimension 2) column-major, along s (dimension 1, sequence-major rows) row-major.
-constexpr bool ffn_layout_ok(const FfnSchedule& forward, const FfnSchedule& backward, int order, FfnTensor tensor) {
-  for (const FfnSchedule* schedule : {&forward, &backward})
-    for (const FfnStep& step : *schedule)
-      if (step.tensor == tensor && step.kind != FfnCollective::all_reduce &&
-          !((step.dim == 2 && order == Eigen::ColMajor) || (step.dim == 1 && order == Eigen::RowMajor)))
-        return false;
-  return true;
-}
+/// H and dH: tokens (sequence-major) x h, row-major, as a tensor [b, s, h].
+inline constexpr dim_order hidden_order = activation_order(Eigen::RowMajor);
+
 }  // namespace detail
 
 /// Parameters (or their gradients) of a FeedForward: this rank's shards of W1, b1, W2, b2.
@@ -104,30 +145,50 @@ class FeedForward {
   using output_type = ShardedActivation<Scalar, M, ShY>;
 
  private:
-  static constexpr FfnSchedule fwd = plan::forward_schedule;
-  static constexpr FfnSchedule bwd = plan::backward_schedule;
-  template <FfnTensor T, FfnCollective K>
-  static constexpr bool has_step = plan::has(plan::forward_schedule, T, K) || plan::has(plan::backward_schedule, T, K);
-  template <FfnTensor T, FfnCollective K>
-  static constexpr FfnStep step_of =
-      plan::has(plan::forward_schedule, T, K) ? plan::find(plan::forward_schedule, T, K) : plan::find(plan::backward_schedule, T, K);
+  static constexpr const detail::ffn_plan_data& data = plan::data;
 
  public:
-  using w1_type = ShardedMatrix<Scalar, M, ShW1, detail::ffn_weight_order<ShW1>(fwd, FfnTensor::W1)>;
-  using w2_type = ShardedMatrix<Scalar, M, ShW2, detail::ffn_weight_order<ShW2>(fwd, FfnTensor::W2)>;
+  using w1_type = ShardedMatrix<Scalar, M, ShW1, detail::ffn_weight_order<ShW1>(data.hidden)>;
+  using w2_type = ShardedMatrix<Scalar, M, ShW2, detail::ffn_weight_order<ShW2>(data.output)>;
   using b1_type = ShardedMatrix<Scalar, M, typename plan::b1_sharding>;
   using b2_type = ShardedMatrix<Scalar, M, typename plan::b2_sharding>;
   using parameters_type = FfnParameters<w1_type, b1_type, w2_type, b2_type>;
 
  private:
-  static constexpr int ox = input_type::storage_order, oy = output_type::storage_order;
-  static constexpr int ow1 = w1_type::storage_order, ow2 = w2_type::storage_order;
-  static constexpr int row = Eigen::RowMajor;
+  // Storage orders: as given, and as the gathers leave them.
+  static constexpr detail::dim_order ox = detail::activation_order(input_type::storage_order);
+  static constexpr detail::dim_order oy = detail::activation_order(output_type::storage_order);
+  static constexpr detail::dim_order ow1 = detail::matrix_order(w1_type::storage_order);
+  static constexpr detail::dim_order ow2 = detail::matrix_order(w2_type::storage_order);
+  static constexpr detail::dim_order oh = detail::hidden_order;
 
-  // Every activation collective moves contiguous blocks (see detail::ffn_layout_ok).
-  static_assert(detail::ffn_layout_ok(fwd, bwd, ox, FfnTensor::X) && detail::ffn_layout_ok(fwd, bwd, ox, FfnTensor::dX) &&
-                    detail::ffn_layout_ok(fwd, bwd, oy, FfnTensor::Y) && detail::ffn_layout_ok(fwd, bwd, oy, FfnTensor::dY),
-                "shardwise::FeedForward: internal error: an activation collective would move a strided block");
+  // The programs, in the order the kernel runs them: constexpr data for the one executor.
+  static constexpr detail::program gather_x =
+      detail::gather_program(detail::input_gathers(data.hidden, Operand::A), data.x, ox);
+  static constexpr detail::program gather_w1 =
+      detail::gather_program(detail::input_gathers(data.hidden, Operand::B), data.w1, ow1);
+  static constexpr detail::program gather_w2 =
+      detail::gather_program(detail::input_gathers(data.output, Operand::B), data.w2, ow2);
+  static constexpr detail::program gather_dy =
+      detail::gather_program(detail::input_gathers(data.hidden_gradient, Operand::A), data.y, oy);
+  static constexpr detail::dim_order oxg = gather_x.output_order, ow1g = gather_w1.output_order;
+  static constexpr detail::dim_order ow2g = gather_w2.output_order, odyg = gather_dy.output_order;
+  static_assert(odyg == detail::activation_order(Eigen::RowMajor) || odyg == detail::activation_order(Eigen::ColMajor),
+                "shardwise::FeedForward: internal error: dY as gathered is not stored as an activation");
+  static constexpr detail::program hidden =
+      detail::contraction_program(data.hidden, detail::ffn_contractions::hidden, oxg, ow1g, oh);
+  static constexpr detail::program output =
+      detail::contraction_program(data.output, detail::ffn_contractions::output, oh, ow2g, oy);
+  static constexpr detail::program hidden_gradient =
+      detail::contraction_program(data.hidden_gradient, detail::ffn_contractions::hidden_gradient, odyg, ow2g, oh);
+  static constexpr detail::program w2_gradient =
+      detail::contraction_program(data.w2_gradient, detail::ffn_contractions::w2_gradient, oh, odyg, ow2);
+  static constexpr detail::program w1_gradient =
+      detail::contraction_program(data.w1_gradient, detail::ffn_contractions::w1_gradient, oxg, oh, ow1);
+  static constexpr detail::program input_gradient =
+      detail::contraction_program(data.input_gradient, detail::ffn_contractions::input_gradient, oh, ow1g, ox);
+  static constexpr detail::program b2_reduction = detail::bias_reduction(data.b2, data.dy_tokens);
+  static constexpr detail::program b1_reduction = detail::bias_reduction(data.b1, data.h_tokens);
 
  public:
   /// What forward() keeps for backward(): X as the GEMMs saw it, and H = ReLU(X W1 + b1).
@@ -138,14 +199,14 @@ class FeedForward {
 
    private:
     friend class FeedForward;
-    detail::dense_matrix<Scalar, ox> x_;
-    detail::dense_matrix<Scalar, row> h_;
+    std::vector<Scalar> x_;
+    std::vector<Scalar> h_;
     std::int64_t batch_ = -1, seq_ = -1;
   };
 
   /// A layer with zero parameters for activations of width m and a hidden layer of width h.
-  FeedForward(ProcessGroupMesh<M>& groups, std::int64_t m, std::int64_t h)
-      : groups_(&groups),
+  FeedForward(const ProcessGroupMesh<M>& groups, std::int64_t m, std::int64_t h)
+      : groups_(groups),
         m_(m),
         h_(h),
         weights_{w1_type(groups, m, h), b1_type(groups, 1, h), w2_type(groups, h, m), b2_type(groups, 1, m)},
@@ -154,7 +215,7 @@ class FeedForward {
   /// A layer whose parameters are this rank's shards of W1 [m x h], b1 [h], W2 [h x m], b2 [m],
   /// which every rank holds whole (biases as vectors or 1 x n matrices).
   template <typename DW1, typename DB1, typename DW2, typename DB2>
-  static FeedForward from_global(ProcessGroupMesh<M>& groups, const Eigen::MatrixBase<DW1>& w1,
+  static FeedForward from_global(const ProcessGroupMesh<M>& groups, const Eigen::MatrixBase<DW1>& w1,
                                  const Eigen::MatrixBase<DB1>& b1, const Eigen::MatrixBase<DW2>& w2,
                                  const Eigen::MatrixBase<DB2>& b2) {
     const std::int64_t m = w1.rows(), h = w1.cols();
@@ -173,7 +234,7 @@ class FeedForward {
 
   /// Y for X; fills `cache` for backward().
   [[nodiscard]] output_type forward(const input_type& x, Cache& cache) {
-    output_type y(*groups_, x.batch(), x.seq(), m_, detail::uninitialized);
+    output_type y(groups_, x.batch(), x.seq(), m_, detail::uninitialized);
     forward_into(y, x, cache);
     return y;
   }
@@ -186,43 +247,31 @@ class FeedForward {
       throw std::invalid_argument("shardwise::FeedForward::forward: X is [" + dims(x) + "] and Y [" + dims(y) +
                                   "]; both must be [b, s, " + std::to_string(m_) + "]");
     const FfnShape shape{x.batch(), x.seq(), m_, h_};
-    const detail::block_geometry<M> geo{groups_->mesh(), groups_->coordinate()};
-    const std::int64_t tokens = token_count(geo, shape, plan::xg_axes);
-    const std::int64_t h_local = geo.extent(h_, plan::w1g_axes[1]);
-
-    // X as the GEMMs see it.
-    cache.x_.resize(tokens, m_);
-    if constexpr (has_step<FfnTensor::X, FfnCollective::all_gather>)
-      gather(step_of<FfnTensor::X, FfnCollective::all_gather>, shape, geo, x.local().data(), cache.x_.data());
-    else
-      cache.x_ = x.local();
-    const Scalar* w1 = gathered_weight<FfnTensor::W1>(shape, geo, weights_.w1, w1_gathered_);
-    const Scalar* w2 = gathered_weight<FfnTensor::W2>(shape, geo, weights_.w2, w2_gathered_);
+    const auto e = detail::ffn_extents::of(shape);
+    // X, W1 and W2 as the GEMMs see them (gathered where the plan says so).
+    cache.x_.resize(static_cast<std::size_t>(count(data.xg, e.hidden[0])));
+    run(gather_x, {{{}, {}, e.hidden[0]}}, {nullptr, nullptr, x.local().data(), cache.x_.data()});
+    const Scalar* w1 = gathered(gather_w1, weights_.w1, data.w1g, e.hidden[1], w1_gathered_);
+    const Scalar* w2 = gathered(gather_w2, weights_.w2, data.w2g, e.output[1], w2_gathered_);
 
     // H = ReLU(X W1 + b1).
-    cache.h_.resize(tokens, h_local);
-    detail::gemm<Scalar, ox, ow1, row>(cache.h_.data(), detail::block_ref<Scalar, ox>::whole(cache.x_.data(), tokens, m_),
-                                       detail::block_ref<Scalar, ow1>::whole(w1, m_, h_local), false);
-    cache.h_.rowwise() += weights_.b1.local().row(0);
-    cache.h_ = cache.h_.cwiseMax(Scalar(0));
+    const std::int64_t tokens = hidden_tokens(shape), h_local = local_hidden_width();
+    cache.h_.resize(static_cast<std::size_t>(tokens * h_local));
+    run(hidden, e.hidden, {cache.x_.data(), w1, nullptr, cache.h_.data()});
+    auto h = hidden_matrix(cache.h_.data(), tokens);
+    h.rowwise() += weights_.b1.local().row(0);
+    h = h.cwiseMax(Scalar(0));
     cache.batch_ = shape.b;
     cache.seq_ = shape.s;
 
-    // Y = H W2 (partial over the hidden axes), reduced as the plan says, then + b2.
-    constexpr bool scatter = has_step<FfnTensor::Y, FfnCollective::reduce_scatter>;
-    Scalar* partial = scatter ? detail::scratch<Scalar>(detail::Slot::c_ping, tokens * m_) : y.local().data();
-    detail::gemm<Scalar, row, ow2, oy>(partial, detail::block_ref<Scalar, row>::whole(cache.h_.data(), tokens, h_local),
-                                       detail::block_ref<Scalar, ow2>::whole(w2, h_local, m_), false);
-    if constexpr (scatter)
-      reduce_scatter(step_of<FfnTensor::Y, FfnCollective::reduce_scatter>, shape, geo, partial, y.local().data());
-    if constexpr (has_step<FfnTensor::Y, FfnCollective::all_reduce>)
-      all_reduce(step_of<FfnTensor::Y, FfnCollective::all_reduce>, y.local().data(), y.local().size());
+    // Y = H W2, reduced as the plan says, then + b2.
+    run(output, e.output, {cache.h_.data(), w2, nullptr, y.local().data()});
     y.local().rowwise() += weights_.b2.local().row(0);
   }
 
   /// dX for dY; adds this batch's dW1, db1, dW2, db2 into gradients().
   [[nodiscard]] input_type backward(const output_type& dy, const Cache& cache) {
-    input_type dx(*groups_, dy.batch(), dy.seq(), m_, detail::uninitialized);
+    input_type dx(groups_, dy.batch(), dy.seq(), m_, detail::uninitialized);
     backward_into(&dx, dy, cache);
     return dx;
   }
@@ -239,52 +288,37 @@ class FeedForward {
                                   std::to_string(cache.batch_) + ", s = " + std::to_string(cache.seq_) +
                                   ", m = " + std::to_string(m_) + "), and so must dX");
     const FfnShape shape{dy.batch(), dy.seq(), m_, h_};
-    const detail::block_geometry<M> geo{groups_->mesh(), groups_->coordinate()};
-    const std::int64_t tokens = token_count(geo, shape, plan::xg_axes);
-    const std::int64_t h_local = geo.extent(h_, plan::w1g_axes[1]);
-    static_assert(plan::dyg_axes[0] == plan::xg_axes[0] && plan::dyg_axes[1] == plan::xg_axes[1] &&
-                      plan::dyg_axes[2].empty() && plan::xg_axes[2].empty(),
-                  "shardwise::FeedForward: internal error: dY and X must reach the GEMMs with the same tokens");
-    const Scalar* w1 = gathers<FfnTensor::W1>() ? w1_gathered_.data() : weights_.w1.local().data();
-    const Scalar* w2 = gathers<FfnTensor::W2>() ? w2_gathered_.data() : weights_.w2.local().data();
-    const auto h = detail::block_ref<Scalar, row>::whole(cache.h_.data(), tokens, h_local);
+    const auto e = detail::ffn_extents::of(shape);
+    const std::int64_t tokens = hidden_tokens(shape), h_local = local_hidden_width();
+    const Scalar* w1 = gather_w1.steps.empty() ? weights_.w1.local().data() : w1_gathered_.data();
+    const Scalar* w2 = gather_w2.steps.empty() ? weights_.w2.local().data() : w2_gathered_.data();
 
     // dY as the GEMMs see it.
-    const Scalar* dyg = dy.local().data();
-    if constexpr (has_step<FfnTensor::dY, FfnCollective::all_gather>) {
-      Scalar* gathered = detail::scratch<Scalar>(detail::Slot::gathered_a, tokens * m_);
-      gather(step_of<FfnTensor::dY, FfnCollective::all_gather>, shape, geo, dyg, gathered);
-      dyg = gathered;
-    }
-    const auto dy_ref = detail::block_ref<Scalar, oy>::whole(dyg, tokens, m_);
+    const detail::block_geometry geo = groups_.geometry();
+    const auto dyg_extents = detail::local_extents(data.dyg, e.hidden_gradient[0], geo);
+    Scalar* dyg = detail::scratch<Scalar>(detail::Slot::layer_0, detail::element_count(dyg_extents, 3));
+    run(gather_dy, {{{}, {}, e.hidden_gradient[0]}}, {nullptr, nullptr, dy.local().data(), dyg});
 
     // db2: column sums of this rank's b2 columns of dY.
-    bias_gradient<FfnTensor::db2>(dy_ref.map().middleCols(geo.offset(m_, plan::b2_axes), geo.extent(m_, plan::b2_axes)),
-                                  gradients_.b2);
-    // dW2 = H^T dY.
-    weight_gradient<FfnTensor::dW2>(shape, geo, detail::transposed<Scalar, row>(cache.h_.data(), tokens, h_local),
-                                    dy_ref, gradients_.w2);
+    {
+      const std::int64_t dyg_tokens = dyg_extents[0] * dyg_extents[1], dyg_m = dyg_extents[2];
+      const std::int64_t first = geo.offset(m_, data.b2) - geo.offset(m_, data.dyg.dim(2));
+      add_bias_gradient(
+          b2_reduction, activation_matrix<odyg>(dyg, dyg_tokens, dyg_m).middleCols(first, gradients_.b2.local().cols()),
+          gradients_.b2);
+    }
+    // dW2 += H^T dY.
+    run(w2_gradient, e.w2_gradient, {cache.h_.data(), dyg, nullptr, gradients_.w2.local().data(), true});
     // dH = dY W2^T, through the ReLU mask.
-    Scalar* dh_data = detail::scratch<Scalar>(detail::Slot::c_pong, tokens * h_local);
-    detail::gemm<Scalar, oy, detail::flip_order(ow2), row>(dh_data, dy_ref,
-                                                           detail::transposed<Scalar, ow2>(w2, h_local, m_), false);
-    detail::matrix_map<Scalar, row> dh(dh_data, tokens, h_local);
-    dh = (h.map().array() > Scalar(0)).select(dh, Scalar(0));
-    const auto dh_ref = detail::block_ref<Scalar, row>::whole(dh_data, tokens, h_local);
-    // db1 and dW1 = X^T dH.
-    bias_gradient<FfnTensor::db1>(dh, gradients_.b1);
-    weight_gradient<FfnTensor::dW1>(shape, geo, detail::transposed<Scalar, ox>(cache.x_.data(), tokens, m_), dh_ref,
-                                    gradients_.w1);
-    // dX = dH W1^T (partial over the hidden axes), reduced as the plan says.
-    if (dx == nullptr) return;
-    constexpr bool scatter = has_step<FfnTensor::dX, FfnCollective::reduce_scatter>;
-    Scalar* partial = scatter ? detail::scratch<Scalar>(detail::Slot::ring_1, tokens * m_) : dx->local().data();
-    detail::gemm<Scalar, row, detail::flip_order(ow1), ox>(partial, dh_ref, detail::transposed<Scalar, ow1>(w1, m_, h_local),
-                                                           false);
-    if constexpr (scatter)
-      reduce_scatter(step_of<FfnTensor::dX, FfnCollective::reduce_scatter>, shape, geo, partial, dx->local().data());
-    if constexpr (has_step<FfnTensor::dX, FfnCollective::all_reduce>)
-      all_reduce(step_of<FfnTensor::dX, FfnCollective::all_reduce>, dx->local().data(), dx->local().size());
+    Scalar* dh_data = detail::scratch<Scalar>(detail::Slot::layer_1, tokens * h_local);
+    run(hidden_gradient, e.hidden_gradient, {dyg, w2, nullptr, dh_data});
+    auto dh = hidden_matrix(dh_data, tokens);
+    dh = (hidden_matrix(cache.h_.data(), tokens).array() > Scalar(0)).select(dh, Scalar(0));
+    // db1 and dW1 += X^T dH.
+    add_bias_gradient(b1_reduction, dh, gradients_.b1);
+    run(w1_gradient, e.w1_gradient, {cache.x_.data(), dh_data, nullptr, gradients_.w1.local().data(), true});
+    // dX = dH W1^T, reduced as the plan says.
+    if (dx != nullptr) run(input_gradient, e.input_gradient, {dh_data, w1, nullptr, dx->local().data()});
   }
 
   /// This rank's shards of W1, b1, W2, b2.
@@ -312,11 +346,60 @@ class FeedForward {
   [[nodiscard]] std::int64_t model_width() const noexcept { return m_; }
   [[nodiscard]] std::int64_t hidden_width() const noexcept { return h_; }
   /// The group mesh the layer communicates over.
-  [[nodiscard]] ProcessGroupMesh<M>& groups() const noexcept { return *groups_; }
+  [[nodiscard]] const ProcessGroupMesh<M>& groups() const noexcept { return groups_; }
   /// The plan's description: policy and both schedules.
   [[nodiscard]] static std::string describe() { return plan::describe(); }
 
  private:
+  using row_matrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+  void run(const detail::program& p, const detail::operand_extents& extents, const detail::operation_io<Scalar>& io) {
+    detail::execute<Scalar>(p, groups_.state("FeedForward"), extents, io);
+  }
+
+  template <typename Tensor>
+  std::int64_t count(const detail::tensor_axes& axes, const Tensor& global) const {
+    return detail::element_count(detail::local_extents(axes, global, groups_.geometry()), axes.rank);
+  }
+
+  /// The weight as the GEMMs see it: gathered into `buffer` when the plan says so.
+  template <typename Weight>
+  const Scalar* gathered(const detail::program& gather, const Weight& weight, const detail::tensor_axes& axes,
+                         const detail::tensor_extents& global, std::vector<Scalar>& buffer) {
+    if (gather.steps.empty()) return weight.local().data();
+    buffer.resize(static_cast<std::size_t>(count(axes, global)));
+    run(gather, {{{}, {}, global}}, {nullptr, nullptr, weight.local().data(), buffer.data()});
+    return buffer.data();
+  }
+
+  /// Tokens of H on this rank (H's b and s blocks).
+  [[nodiscard]] std::int64_t hidden_tokens(const FfnShape& shape) const {
+    const detail::block_geometry geo = groups_.geometry();
+    return geo.extent(shape.b, data.h.dim(0)) * geo.extent(shape.s, data.h.dim(1));
+  }
+  /// This rank's columns of H (W1's column split).
+  [[nodiscard]] std::int64_t local_hidden_width() const { return groups_.geometry().extent(h_, data.h.dim(2)); }
+  [[nodiscard]] Eigen::Map<row_matrix> hidden_matrix(Scalar* h, std::int64_t tokens) const {
+    return {h, tokens, local_hidden_width()};
+  }
+  [[nodiscard]] Eigen::Map<const row_matrix> hidden_matrix(const Scalar* h, std::int64_t tokens) const {
+    return {h, tokens, local_hidden_width()};
+  }
+  /// An activation block stored in `Order` (a tensor order) as the tokens x m matrix it is.
+  template <detail::dim_order Order>
+  static auto activation_matrix(Scalar* data, std::int64_t tokens, std::int64_t m) {
+    constexpr int eigen_order = Order == detail::activation_order(Eigen::RowMajor) ? Eigen::RowMajor : Eigen::ColMajor;
+    return Eigen::Map<detail::dense_matrix<Scalar, eigen_order>>(data, tokens, m);
+  }
+
+  /// gradient += the column sums of `values`, AllReduced over the token axes first (`reduction`).
+  template <typename Values, typename Gradient>
+  void add_bias_gradient(const detail::program& reduction, const Values& values, Gradient& gradient) {
+    bias_sums_.resize(static_cast<std::size_t>(values.cols()));
+    Eigen::Map<Eigen::Matrix<Scalar, 1, Eigen::Dynamic>>(bias_sums_.data(), values.cols()) = values.colwise().sum();
+    run(reduction, {{{}, {}, {gradient.cols()}}}, {nullptr, nullptr, bias_sums_.data(), gradient.local().data(), true});
+  }
+
   template <typename Matrix>
   static ParameterRef<Scalar> ref(Matrix& value, Matrix& gradient) {
     auto v = value.local();
@@ -331,126 +414,18 @@ class FeedForward {
   }
 
   void check_bound(const ProcessGroupMesh<M>& groups, const char* what) const {
-    if (&groups != groups_)
+    if (!groups.shares_groups_with(groups_))
       throw std::invalid_argument(std::string("shardwise::FeedForward::") + what +
                                   " is bound to another ProcessGroupMesh than the layer; build both from the same one");
   }
 
-  static std::int64_t token_count(const detail::block_geometry<M>& geo, const FfnShape& shape,
-                                  const std::array<detail::axis_list, 3>& axes) {
-    return geo.extent(shape.b, axes[0]) * geo.extent(shape.s, axes[1]);
-  }
-
-  template <FfnTensor W>
-  static constexpr bool gathers() {
-    return has_step<W, FfnCollective::all_gather>;
-  }
-
-  /// The weight as the GEMMs see it: gathered into `buffer` when the plan says so.
-  template <FfnTensor W, typename Matrix, typename Buffer>
-  const Scalar* gathered_weight(const FfnShape& shape, const detail::block_geometry<M>& geo, Matrix& weight,
-                                Buffer& buffer) {
-    if constexpr (gathers<W>()) {
-      constexpr FfnStep step = step_of<W, FfnCollective::all_gather>;
-      const auto global = detail::ffn_extents(W, shape);
-      const auto after = detail::after_gathers(plan::forward_schedule, W, step.before);
-      buffer.resize(geo.extent(global[0], after[0]), geo.extent(global[1], after[1]));
-      gather(step, shape, geo, weight.local().data(), buffer.data());
-      return buffer.data();
-    } else {
-      return weight.local().data();
-    }
-  }
-
-  /// grad += column sums of `values`, AllReduced first when the plan says so.
-  template <FfnTensor G, typename Values, typename Gradient>
-  void bias_gradient(const Values& values, Gradient& gradient) {
-    auto target = gradient.local().row(0);
-    if constexpr (has_step<G, FfnCollective::all_reduce>) {
-      const auto n = static_cast<std::int64_t>(target.size());
-      Scalar* sums = detail::scratch<Scalar>(detail::Slot::ring_0, n);
-      Eigen::Map<Eigen::Matrix<Scalar, 1, Eigen::Dynamic>> row_sums(sums, n);
-      row_sums = values.colwise().sum();
-      all_reduce(step_of<G, FfnCollective::all_reduce>, sums, n);
-      target += row_sums;
-    } else {
-      target += values.colwise().sum();
-    }
-  }
-
-  /// grad += a * b, ReduceScattered and/or AllReduced first when the plan says so.
-  template <FfnTensor G, int OA, int OB, typename Gradient>
-  void weight_gradient(const FfnShape& shape, const detail::block_geometry<M>& geo, detail::block_ref<Scalar, OA> a,
-                       detail::block_ref<Scalar, OB> b, Gradient& gradient) {
-    constexpr int order = Gradient::storage_order;
-    constexpr bool scatter = has_step<G, FfnCollective::reduce_scatter>;
-    constexpr bool reduce = has_step<G, FfnCollective::all_reduce>;
-    auto target = gradient.local();
-    if constexpr (!scatter && !reduce) {
-      detail::gemm<Scalar, OA, OB, order>(target.data(), a, b, true);
-    } else {
-      static_assert(!scatter || step_of<G, FfnCollective::reduce_scatter>.dim ==
-                                    (order == Eigen::RowMajor ? 0 : 1),
-                    "shardwise::FeedForward: internal error: a weight gradient would be scattered along its inner dimension");
-      const std::int64_t full = a.rows * b.cols;
-      Scalar* partial = detail::scratch<Scalar>(detail::Slot::pack, full);
-      detail::gemm<Scalar, OA, OB, order>(partial, a, b, false);
-      Scalar* result = partial;
-      if constexpr (scatter) {
-        result = detail::scratch<Scalar>(detail::Slot::unpack, target.size());
-        reduce_scatter(step_of<G, FfnCollective::reduce_scatter>, shape, geo, partial, result);
-      }
-      if constexpr (reduce) all_reduce(step_of<G, FfnCollective::all_reduce>, result, target.size());
-      detail::matrix_map<Scalar, order> reduced(result, target.rows(), target.cols());
-      target += reduced;
-    }
-  }
-
-  // ---- the collectives, sized by the plan's own block function -------------------------
-
-  AnyCommunicator& group(const detail::axis_list& axes) { return groups_->group_along_axis_indices(axes); }
-
-  std::span<const std::int64_t> counts(AnyCommunicator& comm, const FfnStep& step, const FfnShape& shape,
-                                       const detail::block_geometry<M>& geo) {
-    std::vector<std::int64_t>& counts = detail::Workspace::local().counts();
-    counts.resize(static_cast<std::size_t>(comm.size()));
-    for (int g = 0; g < comm.size(); ++g)
-      counts[static_cast<std::size_t>(g)] = detail::ffn_block_elements(step, shape, geo, g);
-    return {counts.data(), counts.size()};
-  }
-
-  static std::int64_t sum(std::span<const std::int64_t> counts) {
-    std::int64_t total = 0;
-    for (std::int64_t c : counts) total += c;
-    return total;
-  }
-
-  void gather(const FfnStep& step, const FfnShape& shape, const detail::block_geometry<M>& geo, const Scalar* in,
-              Scalar* out) {
-    AnyCommunicator& comm = group(step.axes);
-    const auto c = counts(comm, step, shape, geo);
-    comm.all_gather_v(std::span<const Scalar>(in, static_cast<std::size_t>(c[static_cast<std::size_t>(comm.rank())])),
-                      std::span<Scalar>(out, static_cast<std::size_t>(sum(c))), c);
-  }
-
-  void reduce_scatter(const FfnStep& step, const FfnShape& shape, const detail::block_geometry<M>& geo,
-                      const Scalar* in, Scalar* out) {
-    AnyCommunicator& comm = group(step.axes);
-    const auto c = counts(comm, step, shape, geo);
-    comm.reduce_scatter(std::span<const Scalar>(in, static_cast<std::size_t>(sum(c))),
-                        std::span<Scalar>(out, static_cast<std::size_t>(c[static_cast<std::size_t>(comm.rank())])), c);
-  }
-
-  void all_reduce(const FfnStep& step, Scalar* data, std::int64_t n) {
-    group(step.axes).all_reduce(std::span<Scalar>(data, static_cast<std::size_t>(n)));
-  }
-
-  ProcessGroupMesh<M>* groups_;
+  ProcessGroupMesh<M> groups_;
   std::int64_t m_, h_;
   parameters_type weights_;
   parameters_type gradients_;
-  detail::dense_matrix<Scalar, ow1> w1_gathered_;  // GSPMD: W1 and W2 as the latest forward gathered them
-  detail::dense_matrix<Scalar, ow2> w2_gathered_;
+  std::vector<Scalar> w1_gathered_;  // GSPMD: W1 and W2 as the latest forward gathered them
+  std::vector<Scalar> w2_gathered_;
+  std::vector<Scalar> bias_sums_;    // a bias gradient's column sums before their AllReduce
 };
 
 }  // namespace shardwise

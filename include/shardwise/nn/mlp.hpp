@@ -31,7 +31,7 @@
 #include <string_view>
 #include <vector>
 
-#include "shardwise/detail/gemm.hpp"
+#include "shardwise/kernels/gemm.hpp"
 #include "shardwise/nn/feed_forward.hpp"
 #include "shardwise/nn/optimizer.hpp"
 #include "shardwise/nn/pipeline.hpp"

@@ -40,7 +40,7 @@
 
 #include "shardwise/comm/any_communicator.hpp"
 #include "shardwise/detail/partition.hpp"
-#include "shardwise/detail/traffic.hpp"
+#include "shardwise/traffic.hpp"
 #include "shardwise/nn/pipeline_schedule.hpp"
 
 namespace shardwise {

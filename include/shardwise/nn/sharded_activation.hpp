@@ -24,7 +24,9 @@
 #include <string>
 #include <vector>
 
-#include "shardwise/policy.hpp"
+#include "shardwise/kernels/executor.hpp"
+#include "shardwise/layout.hpp"
+#include "shardwise/plan/program.hpp"
 #include "shardwise/process_group_mesh.hpp"
 #include "shardwise/sharded_matrix.hpp"
 #include "shardwise/sharding.hpp"
@@ -33,18 +35,15 @@ namespace shardwise {
 
 namespace detail {
 
-/// Every axis a sharding names, in mesh order.
-template <MeshType M, TensorShardingType Sh>
-constexpr axis_list named_axes() {
-  const auto r = resolve_sharding<M, Sh>();
-  axis_list axes;
-  for (int a = 0; a < static_cast<int>(M::ndim); ++a) {
-    bool named = false;
-    for (const auto& dim : r.dims) named = named || contains(dim, a);
-    named = named || contains(r.partial, a);
-    if (named) axes.push_back(a);
-  }
-  return axes;
+/// The storage order of an activation block as a tensor [b, s, m]: its rows are tokens,
+/// sequence-major (s outer, b inner), so a row-major block is [s, b, m] and a column-major one
+/// [m, s, b].
+constexpr dim_order activation_order(int eigen_order) {
+  dim_order o;
+  o.rank = 3;
+  if (eigen_order == 0) o.outer_to_inner = {2, 1, 0};  // Eigen::ColMajor
+  else o.outer_to_inner = {1, 0, 2};
+  return o;
 }
 
 /// The rank-3 checks of an activation sharding, with messages for a person.
@@ -78,14 +77,14 @@ class ShardedActivation {
   using global_matrix = detail::dense_matrix<Scalar, Eigen::ColMajor>;
 
   /// A zero activation of global shape [b, s, m].
-  ShardedActivation(ProcessGroupMesh<M>& groups, std::int64_t b, std::int64_t s, std::int64_t m)
+  ShardedActivation(const ProcessGroupMesh<M>& groups, std::int64_t b, std::int64_t s, std::int64_t m)
       : ShardedActivation(groups, b, s, m, detail::uninitialized) {
     block_.setZero();
   }
   /// The same, its block allocated but not initialized (for kernels that write all of it).
-  ShardedActivation(ProcessGroupMesh<M>& groups, std::int64_t b, std::int64_t s, std::int64_t m,
+  ShardedActivation(const ProcessGroupMesh<M>& groups, std::int64_t b, std::int64_t s, std::int64_t m,
                     detail::uninitialized_t)
-      : groups_(&groups), b_(b), s_(s), m_(m) {
+      : groups_(groups), b_(b), s_(s), m_(m) {
     if (b < 0 || s < 0 || m < 0)
       throw std::invalid_argument("shardwise::ShardedActivation: the shape [" + std::to_string(b) + ", " +
                                   std::to_string(s) + ", " + std::to_string(m) + "] has a negative extent");
@@ -94,7 +93,7 @@ class ShardedActivation {
 
   /// From the whole activation (b*s sequence-major rows x m), held by every rank; no communication.
   template <typename Derived>
-  static ShardedActivation distribute(ProcessGroupMesh<M>& groups, const Eigen::MatrixBase<Derived>& global,
+  static ShardedActivation distribute(const ProcessGroupMesh<M>& groups, const Eigen::MatrixBase<Derived>& global,
                                       std::int64_t b, std::int64_t s) {
     if (global.rows() != b * s)
       throw std::invalid_argument("shardwise::ShardedActivation::distribute: the global matrix has " +
@@ -110,7 +109,7 @@ class ShardedActivation {
   }
 
   /// From this rank's block (e.g. a kernel's output); its size must fit the sharding.
-  static ShardedActivation from_local(ProcessGroupMesh<M>& groups, std::int64_t b, std::int64_t s, std::int64_t m,
+  static ShardedActivation from_local(const ProcessGroupMesh<M>& groups, std::int64_t b, std::int64_t s, std::int64_t m,
                                       local_matrix block) {
     ShardedActivation result(groups, b, s, m, detail::uninitialized);
     if (block.rows() != result.local_tokens() || block.cols() != result.local_m())
@@ -125,27 +124,11 @@ class ShardedActivation {
 
   /// The whole activation on every rank of the group over the axes Sh names (collective there).
   [[nodiscard]] global_matrix to_global() const {
-    constexpr detail::axis_list axes = detail::named_axes<M, Sh>();
     global_matrix global(b_ * s_, m_);
-    if constexpr (axes.empty()) {
-      place(global, groups_->coordinate(), block_.data());
-    } else {
-      AnyCommunicator& group = groups_->group_along_axis_indices(axes);
-      std::vector<std::int64_t> counts(static_cast<std::size_t>(group.size()));
-      std::int64_t total = 0;
-      for (int g = 0; g < group.size(); ++g) {
-        const auto where = geometry_of(member(axes, g));
-        counts[static_cast<std::size_t>(g)] = where.tokens() * where.m;
-        total += counts[static_cast<std::size_t>(g)];
-      }
-      std::vector<Scalar> all(static_cast<std::size_t>(total));
-      group.all_gather_v(std::span<const Scalar>(block_.data(), static_cast<std::size_t>(block_.size())), all, counts);
-      std::int64_t offset = 0;
-      for (int g = 0; g < group.size(); ++g) {
-        place(global, member(axes, g), all.data() + offset);
-        offset += counts[static_cast<std::size_t>(g)];
-      }
-    }
+    detail::execute<Scalar>(detail::reshard_program<M, Sh, replicated_sharding_t<3>, detail::activation_order(storage_order),
+                                                    detail::activation_order(Eigen::ColMajor)>,
+                            groups_.state("to_global"), {{{}, {}, {b_, s_, m_}}},
+                            {nullptr, nullptr, block_.data(), global.data()});
     return global;
   }
 
@@ -154,19 +137,19 @@ class ShardedActivation {
   [[nodiscard]] std::int64_t seq() const noexcept { return s_; }
   [[nodiscard]] std::int64_t model() const noexcept { return m_; }
   /// This rank's extents and offsets along b, s and m.
-  [[nodiscard]] std::int64_t local_batch() const { return geometry_of(groups_->coordinate()).b; }
-  [[nodiscard]] std::int64_t local_seq() const { return geometry_of(groups_->coordinate()).s; }
-  [[nodiscard]] std::int64_t local_m() const { return geometry_of(groups_->coordinate()).m; }
-  [[nodiscard]] std::int64_t local_tokens() const { return geometry_of(groups_->coordinate()).tokens(); }
-  [[nodiscard]] std::int64_t batch_offset() const { return geometry_of(groups_->coordinate()).b0; }
-  [[nodiscard]] std::int64_t seq_offset() const { return geometry_of(groups_->coordinate()).s0; }
-  [[nodiscard]] std::int64_t m_offset() const { return geometry_of(groups_->coordinate()).m0; }
+  [[nodiscard]] std::int64_t local_batch() const { return geometry_of(groups_.coordinate()).b; }
+  [[nodiscard]] std::int64_t local_seq() const { return geometry_of(groups_.coordinate()).s; }
+  [[nodiscard]] std::int64_t local_m() const { return geometry_of(groups_.coordinate()).m; }
+  [[nodiscard]] std::int64_t local_tokens() const { return geometry_of(groups_.coordinate()).tokens(); }
+  [[nodiscard]] std::int64_t batch_offset() const { return geometry_of(groups_.coordinate()).b0; }
+  [[nodiscard]] std::int64_t seq_offset() const { return geometry_of(groups_.coordinate()).s0; }
+  [[nodiscard]] std::int64_t m_offset() const { return geometry_of(groups_.coordinate()).m0; }
 
   /// This rank's block, as a map over contiguous storage.
   [[nodiscard]] Eigen::Map<local_matrix> local() { return {block_.data(), block_.rows(), block_.cols()}; }
   [[nodiscard]] Eigen::Map<const local_matrix> local() const { return {block_.data(), block_.rows(), block_.cols()}; }
 
-  [[nodiscard]] ProcessGroupMesh<M>& groups() const noexcept { return *groups_; }
+  [[nodiscard]] const ProcessGroupMesh<M>& groups() const noexcept { return groups_; }
 
   /// Gives the activation a new global shape, keeping the storage when the block size is unchanged.
   void reshape(std::int64_t b, std::int64_t s, std::int64_t m) {
@@ -181,33 +164,13 @@ class ShardedActivation {
   };
 
   [[nodiscard]] placement geometry_of(const typename M::coordinate_type& coordinate) const {
-    const detail::block_geometry<M> g{groups_->mesh(), coordinate};
+    const detail::block_geometry g{groups_.mesh(), coordinate};
     constexpr auto r = detail::resolve_sharding<M, Sh>();
     return {g.offset(b_, r.dims[0]), g.extent(b_, r.dims[0]), g.offset(s_, r.dims[1]),
             g.extent(s_, r.dims[1]), g.offset(m_, r.dims[2]), g.extent(m_, r.dims[2])};
   }
 
-  /// Coordinate of group rank g of the group over `axes` (first axis major) that holds this rank.
-  [[nodiscard]] typename M::coordinate_type member(const detail::axis_list& axes, int g) const {
-    auto c = groups_->coordinate();
-    for (std::size_t k = axes.size(); k-- > 0;) {
-      const auto a = static_cast<std::size_t>(axes[k]);
-      c[a] = g % groups_->mesh().extent(a);
-      g /= groups_->mesh().extent(a);
-    }
-    return c;
-  }
-
-  /// Writes the block of the rank at `coordinate` (stored in this type's order) into `global`.
-  void place(global_matrix& global, const typename M::coordinate_type& coordinate, const Scalar* data) const {
-    const placement p = geometry_of(coordinate);
-    const Eigen::Map<const local_matrix> block(data, p.tokens(), p.m);
-    for (std::int64_t si = 0; si < p.s; ++si)
-      for (std::int64_t bi = 0; bi < p.b; ++bi)
-        global.row((p.s0 + si) * b_ + p.b0 + bi).segment(p.m0, p.m) = block.row(si * p.b + bi);
-  }
-
-  ProcessGroupMesh<M>* groups_;
+  ProcessGroupMesh<M> groups_;
   std::int64_t b_, s_, m_;
   local_matrix block_;
 };

@@ -1,4 +1,4 @@
-// shardwise/detail/workspace.hpp: reusable scratch buffers for the kernels.
+// shardwise/kernels/workspace.hpp: reusable scratch buffers for the kernels.
 //
 // Gathered operands, ring chunks and SUMMA panels live in per-thread buffers that
 // only ever grow, so a kernel called in a loop allocates on its first call and
@@ -15,17 +15,22 @@
 
 namespace shardwise::detail {
 
-/// Roles of the scratch buffers; one kernel never uses one slot for two things.
+/// Roles of the scratch buffers, one role each: a caller never holds on to a slot that a
+/// later call may overwrite for another purpose.
 enum class Slot : std::size_t {
-  gathered_a,  ///< A after an AllGather along k
-  gathered_b,  ///< B after an AllGather along k
-  c_ping,      ///< C between steps (two buffers, used in turn)
+  a_0,     ///< the executor: A as it holds it after a gather or a pack (two buffers, used in turn)
+  a_1,
+  b_0,     ///< the executor: B, likewise
+  b_1,
+  c_ping,  ///< the executor: C between steps (two buffers, used in turn)
   c_pong,
-  pack,        ///< this rank's block in the order a collective needs
-  unpack,      ///< a gathered or scattered block before it is put in another order
-  ring_0,      ///< ring chunks and SUMMA panels
+  c_pack,  ///< the executor: C in the order a collective needs
+  unpack,  ///< the executor: a gathered or scattered block before it is put in another order
+  ring_0,  ///< the executor: ring chunks and SUMMA panels
   ring_1,
   ring_2,
+  layer_0,  ///< a layer's intermediates that live from one executor call to the next
+  layer_1,
   count_
 };
 

@@ -1,4 +1,4 @@
-// shardwise/detail/traffic.hpp: bytes and messages a rank sends in a collective.
+// shardwise/traffic.hpp: bytes and messages a rank sends, in total and by kind of operation.
 //
 // One convention everywhere (cost model, counting wrapper, virtual cluster): a
 // collective is counted as the ring algorithm would run it over the group, in
@@ -36,6 +36,68 @@ struct Traffic {
   friend constexpr Traffic operator+(Traffic a, const Traffic& b) { return a += b; }
   friend constexpr Traffic operator-(Traffic a, const Traffic& b) { return a -= b; }
   friend constexpr bool operator==(const Traffic&, const Traffic&) = default;
+};
+
+/// Traffic and number of calls of one kind of operation.
+struct OpCount {
+  Traffic traffic;
+  std::int64_t calls = 0;
+
+  constexpr OpCount& operator+=(const OpCount& other) {
+    traffic += other.traffic;
+    calls += other.calls;
+    return *this;
+  }
+  constexpr OpCount& operator-=(const OpCount& other) {
+    traffic -= other.traffic;
+    calls -= other.calls;
+    return *this;
+  }
+  friend constexpr OpCount operator+(OpCount a, const OpCount& b) { return a += b; }
+  friend constexpr OpCount operator-(OpCount a, const OpCount& b) { return a -= b; }
+  friend constexpr bool operator==(const OpCount&, const OpCount&) = default;
+};
+
+/// What one rank sent, by kind of operation: what CountingCommunicator counts and what the
+/// cost models predict. all_gather includes all_gather_v; reduce_scatter includes
+/// reduce_scatter_block; point_to_point counts sends (receives count as calls without
+/// traffic); barrier counts calls only.
+struct CommCounters {
+  OpCount all_reduce;
+  OpCount all_gather;
+  OpCount reduce_scatter;
+  OpCount broadcast;
+  OpCount point_to_point;
+  OpCount barrier;
+
+  /// Traffic of every kind together.
+  [[nodiscard]] constexpr Traffic total() const noexcept {
+    return all_reduce.traffic + all_gather.traffic + reduce_scatter.traffic + broadcast.traffic +
+           point_to_point.traffic + barrier.traffic;
+  }
+  constexpr void reset() noexcept { *this = CommCounters{}; }
+
+  constexpr CommCounters& operator+=(const CommCounters& o) {
+    all_reduce += o.all_reduce;
+    all_gather += o.all_gather;
+    reduce_scatter += o.reduce_scatter;
+    broadcast += o.broadcast;
+    point_to_point += o.point_to_point;
+    barrier += o.barrier;
+    return *this;
+  }
+  constexpr CommCounters& operator-=(const CommCounters& o) {
+    all_reduce -= o.all_reduce;
+    all_gather -= o.all_gather;
+    reduce_scatter -= o.reduce_scatter;
+    broadcast -= o.broadcast;
+    point_to_point -= o.point_to_point;
+    barrier -= o.barrier;
+    return *this;
+  }
+  friend constexpr CommCounters operator+(CommCounters a, const CommCounters& b) { return a += b; }
+  friend constexpr CommCounters operator-(CommCounters a, const CommCounters& b) { return a -= b; }
+  friend constexpr bool operator==(const CommCounters&, const CommCounters&) = default;
 };
 
 namespace detail {

@@ -1,0 +1,483 @@
+// shardwise/kernels/executor.hpp: runs a program (plan/program.hpp) on one rank.
+//
+// One executor for every operation: matmul, einsum, reshard and the layers all hand it a
+// program, which is constexpr data, and it interprets the steps at run time. It is a
+// template over the scalar type only, so a program adds no code: every plan of a
+// translation unit shares one compiled executor per scalar. The work per step is what a
+// person would write by hand for that step: a collective on contiguous blocks (the
+// equal-block MPI collective when the blocks are equal, the v-variant otherwise), or GEMMs
+// on strided Eigen::Map / BLAS matrices over contiguous buffers; blocks are copied only
+// where the program says an order must change. Scratch space comes from the per-thread
+// Workspace and is reused from call to call, so a call in a loop allocates nothing.
+#pragma once
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "shardwise/comm/any_communicator.hpp"
+#include "shardwise/kernels/gemm.hpp"
+#include "shardwise/kernels/permute.hpp"
+#include "shardwise/kernels/workspace.hpp"
+#include "shardwise/layout.hpp"
+#include "shardwise/plan/cost.hpp"
+#include "shardwise/plan/program.hpp"
+#include "shardwise/plan/step.hpp"
+#include "shardwise/process_group_mesh.hpp"
+
+namespace shardwise::detail {
+
+/// The blocks an operation works on: A and B (a contraction's inputs), C (a reshard's
+/// input) and the storage of this rank's block of the result, which the result overwrites or,
+/// with `accumulate`, is added to (gradients summed over micro-batches).
+template <typename Scalar>
+struct operation_io {
+  const Scalar* a = nullptr;
+  const Scalar* b = nullptr;
+  const Scalar* c = nullptr;
+  Scalar* out = nullptr;
+  bool accumulate = false;
+};
+
+/// All-gather of blocks of `counts` elements: the equal-block collective when it applies (MPI
+/// has faster algorithms for it), the v-variant otherwise. The same bytes either way.
+template <typename Scalar>
+void gather_blocks(AnyCommunicator& comm, const Scalar* send, std::span<const std::int64_t> counts, Scalar* out,
+                   std::int64_t total) {
+  const auto own = static_cast<std::size_t>(counts[static_cast<std::size_t>(comm.rank())]);
+  const std::span<const Scalar> in(send, own);
+  const std::span<Scalar> all(out, static_cast<std::size_t>(total));
+  if (std::all_of(counts.begin(), counts.end(), [&](std::int64_t c) { return c == counts[0]; }))
+    comm.all_gather(in, all);
+  else
+    comm.all_gather_v(in, all, counts);
+}
+
+/// Reduce-scatter into blocks of `counts` elements (the equal-block collective when it applies).
+template <typename Scalar>
+void scatter_blocks(AnyCommunicator& comm, const Scalar* send, std::int64_t total, std::span<const std::int64_t> counts,
+                    Scalar* out) {
+  const std::span<const Scalar> in(send, static_cast<std::size_t>(total));
+  const std::span<Scalar> own(out, static_cast<std::size_t>(counts[static_cast<std::size_t>(comm.rank())]));
+  if (std::all_of(counts.begin(), counts.end(), [&](std::int64_t c) { return c == counts[0]; }))
+    comm.reduce_scatter_block(in, own);
+  else
+    comm.reduce_scatter(in, own, counts);
+}
+
+/// A block as a batch of equally strided matrices (see plan/program.hpp's GemmRole).
+template <typename T>
+struct batched_matrix {
+  matrix_view<T> matrix;
+  std::int64_t count = 1, stride = 0;
+  [[nodiscard]] matrix_view<T> at(std::int64_t i) const {
+    matrix_view<T> m = matrix;
+    m.data += i * stride;
+    return m;
+  }
+};
+
+/// The matrices of a block of `extents` stored in `order`, whose dimensions play `roles`.
+template <typename T>
+batched_matrix<T> as_matrices(T* data, const tensor_extents& extents, const dim_order& order,
+                              const std::array<GemmRole, max_tensor_rank>& roles) {
+  const tensor_extents strides = strides_of(extents, order);
+  std::int64_t size[3] = {1, 1, 1}, innermost_stride[3] = {0, 0, 0};
+  for (int i = 0; i < order.rank; ++i) {
+    const auto d = static_cast<std::size_t>(order[i]);
+    const auto role = static_cast<std::size_t>(roles[d]);
+    size[role] *= extents[d];
+    innermost_stride[role] = strides[d];  // the last one seen is the group's innermost
+  }
+  const auto batch = static_cast<std::size_t>(GemmRole::batch), rows = static_cast<std::size_t>(GemmRole::rows),
+             cols = static_cast<std::size_t>(GemmRole::cols);
+  const bool row_major =
+      order.rank == 0 || roles[static_cast<std::size_t>(order[order.rank - 1])] == GemmRole::cols;
+  // BLAS wants the leading dimension at least the inner extent and at least 1, even when the
+  // matrix is a single row or column (or empty) and the stride is meaningless.
+  const std::int64_t inner = row_major ? size[cols] : size[rows];
+  const std::int64_t outer_stride = row_major ? innermost_stride[rows] : innermost_stride[cols];
+  const std::int64_t ld = std::max<std::int64_t>({outer_stride, inner, 1});
+  return {{data, size[rows], size[cols], ld, row_major}, size[batch], innermost_stride[batch]};
+}
+
+/// Copies a strided matrix into contiguous storage of the same order.
+template <typename Scalar>
+void copy_matrix(matrix_view<const Scalar> from, Scalar* to) {
+  using row = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  using col = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor>;
+  if (from.row_major)
+    Eigen::Map<row>(to, from.rows, from.cols) = from.template as<Eigen::RowMajor>().map();
+  else
+    Eigen::Map<col>(to, from.rows, from.cols) = from.template as<Eigen::ColMajor>().map();
+}
+
+/// Runs one program on one rank (see the top of this file).
+template <typename Scalar>
+class executor {
+ public:
+  executor(const program& p, group_mesh_state& groups, const operand_extents& global, const operation_io<Scalar>& io)
+      : p_(p), groups_(groups), geo_(groups.geometry()), global_(global), axes_(p.start), out_(io.out),
+        accumulate_(io.accumulate) {
+    data_ = {io.a, io.b, io.c};
+    order_ = p.initial_order;
+  }
+
+  void run() {
+    for (std::size_t i = 0; i < p_.steps.size(); ++i) {
+      const Step& s = p_.steps[i];
+      const lowered_step& l = p_.lowered[i];
+      switch (s.kind) {
+        case StepKind::all_gather: gather(s, l); break;
+        case StepKind::reduce_scatter: reduce_scatter(s, l); break;
+        case StepKind::all_reduce: all_reduce(s, l); break;
+        case StepKind::local_gemm: contract(l, i + 1 == p_.steps.size()); break;
+        case StepKind::ring_all_gather_gemm: ring_gather_contract(s, l); break;
+        case StepKind::ring_gemm_reduce_scatter: ring_contract_scatter(s, l); break;
+        case StepKind::summa_gemm: summa(s, l); break;
+      }
+      apply_step(s, axes_);
+    }
+    const auto c = index_of(Operand::C);
+    if (data_[c] == out_) return;
+    if (!accumulate_) return permute_copy(data_[c], order_[c], out_, p_.output_order, local(Operand::C));
+    const std::int64_t n = count(Operand::C);
+    const Scalar* sum = data_[c];
+    if (!(order_[c] == p_.output_order)) {
+      Scalar* ordered = scratch<Scalar>(Slot::unpack, n);
+      permute_copy(sum, order_[c], ordered, p_.output_order, local(Operand::C));
+      sum = ordered;
+    }
+    using vector = Eigen::Array<Scalar, Eigen::Dynamic, 1>;
+    Eigen::Map<vector>(out_, n) += Eigen::Map<const vector>(sum, n);
+  }
+
+ private:
+  static constexpr int ring_tag = 0x5707;
+
+  [[nodiscard]] tensor_extents local(Operand op) const {
+    return local_extents(axes_[op], global_[index_of(op)], geo_);
+  }
+  [[nodiscard]] std::int64_t count(Operand op) const { return element_count(local(op), axes_[op].rank); }
+  [[nodiscard]] const std::array<GemmRole, max_tensor_rank>& roles(Operand op) const { return p_.roles[index_of(op)]; }
+  [[nodiscard]] AnyCommunicator& group(const axis_list& axes) { return groups_.group_along(axes); }
+
+  void hold(Operand op, const Scalar* data, const dim_order& order) {
+    data_[index_of(op)] = data;
+    order_[index_of(op)] = order;
+  }
+
+  /// A scratch buffer of n elements for A or B other than the one holding its block now: each
+  /// alternates between two slots (growing the slot in use would free the block it holds).
+  Scalar* spare(Operand op, std::int64_t n) {
+    bool& second = in_second_slot_[index_of(op)];
+    second = !second;
+    if (op == Operand::A) return scratch<Scalar>(second ? Slot::a_1 : Slot::a_0, n);
+    return scratch<Scalar>(second ? Slot::b_1 : Slot::b_0, n);
+  }
+
+  /// The operand in storage `order`: itself, or a packed copy that it now is.
+  const Scalar* pack(Operand op, const dim_order& order) {
+    const auto i = index_of(op);
+    if (order_[i] == order) return data_[i];
+    const std::int64_t n = count(op);
+    Scalar* packed = op == Operand::C ? scratch<Scalar>(Slot::c_pack, n) : spare(op, n);
+    permute_copy(data_[i], order_[i], packed, order, local(op));
+    hold(op, packed, order);
+    if (op == Operand::C) c_owned_ = true;
+    return packed;
+  }
+
+  /// Where a step writes C: the result, or the ping-pong buffer C is not in now. A result that
+  /// is added to goes through a buffer (only a GEMM adds in place, see contract()).
+  Scalar* c_target(bool writes_output, std::int64_t n) {
+    if (writes_output && !accumulate_) return out_;
+    c_in_ping_ = !c_in_ping_;
+    return scratch<Scalar>(c_in_ping_ ? Slot::c_ping : Slot::c_pong, n);
+  }
+  void hold_c(Scalar* data, const dim_order& order) {
+    hold(Operand::C, data, order);
+    c_owned_ = true;
+  }
+
+  /// Elements of each member's block in a collective along `dim` of `op` over `group_axes`.
+  std::span<const std::int64_t> member_counts(Operand op, int dim, const axis_list& kept, const axis_list& group_axes) {
+    std::vector<std::int64_t>& counts = Workspace::local().counts();
+    counts.resize(static_cast<std::size_t>(geo_.group_size(group_axes)));
+    for (std::size_t g = 0; g < counts.size(); ++g)
+      counts[g] = member_block(axes_[op], global_[index_of(op)], geo_, dim, kept, group_axes, static_cast<int>(g));
+    return {counts.data(), counts.size()};
+  }
+
+  // ---- collectives ------------------------------------------------------------------------
+
+  void gather(const Step& s, const lowered_step& l) {
+    const Operand op = s.operand;
+    const Scalar* send = pack(op, l.operand_order);
+    const auto counts = member_counts(op, s.dim, kept_after_gather(axes_[op], s.dim, s.axes.size()), s.axes);
+    std::int64_t total = 0;
+    for (std::int64_t c : counts) total += c;
+    AnyCommunicator& comm = group(s.axes);
+    operand_axes after = axes_;
+    apply_step(s, after);
+    if (op != Operand::C) {
+      Scalar* gathered = spare(op, total);
+      gather_blocks(comm, send, counts, gathered, total);
+      hold(op, gathered, l.result_order);
+      return;
+    }
+    Scalar* target = c_target(l.writes_output, total);
+    Scalar* landing = l.result_order == l.operand_order ? target : scratch<Scalar>(Slot::unpack, total);
+    gather_blocks(comm, send, counts, landing, total);
+    if (landing != target)
+      permute_copy(landing, l.operand_order, target, l.result_order, local_extents(after[Operand::C], global_[2], geo_));
+    hold_c(target, l.result_order);
+  }
+
+  void reduce_scatter(const Step& s, const lowered_step& l) {
+    const Scalar* send = pack(Operand::C, l.operand_order);
+    const std::int64_t total = count(Operand::C);
+    const auto counts = member_counts(Operand::C, s.dim, axes_[Operand::C].dim(s.dim), s.axes);
+    AnyCommunicator& comm = group(s.axes);
+    operand_axes after = axes_;
+    apply_step(s, after);
+    const tensor_extents extents = local_extents(after[Operand::C], global_[2], geo_);
+    const std::int64_t own = element_count(extents, after[Operand::C].rank);
+    Scalar* target = c_target(l.writes_output, own);
+    Scalar* landing = l.result_order == l.operand_order ? target : scratch<Scalar>(Slot::unpack, own);
+    scatter_blocks(comm, send, total, counts, landing);
+    if (landing != target) permute_copy(landing, l.operand_order, target, l.result_order, extents);
+    hold_c(target, l.result_order);
+  }
+
+  void all_reduce(const Step& s, const lowered_step& l) {
+    const std::int64_t n = count(Operand::C);
+    const auto size = static_cast<std::size_t>(n);
+    AnyCommunicator& comm = group(s.axes);
+    const Scalar* c = data_[index_of(Operand::C)];
+    Scalar* reduced;
+    if (c_owned_) {  // in place: the usual case, C fresh from the GEMM
+      reduced = const_cast<Scalar*>(c);
+      comm.all_reduce(std::span<Scalar>(reduced, size));
+    } else {  // a reshard's input: leave it as it is
+      reduced = c_target(l.writes_output && l.operand_order == l.result_order, n);
+      comm.all_reduce(std::span<const Scalar>(c, size), std::span<Scalar>(reduced, size));
+    }
+    if (!(l.result_order == l.operand_order)) {
+      Scalar* target = c_target(l.writes_output, n);
+      permute_copy(reduced, l.operand_order, target, l.result_order, local(Operand::C));
+      reduced = target;
+    }
+    hold_c(reduced, l.result_order);
+  }
+
+  // ---- the local contraction ----------------------------------------------------------------
+
+  /// C (order `oc`, at `c`) = A B over every batch, with A and B as they are held now.
+  void gemm_all(Scalar* c, const dim_order& oc, bool accumulate) {
+    const auto a = as_matrices(data_[0], local(Operand::A), order_[0], roles(Operand::A));
+    const auto b = as_matrices(data_[1], local(Operand::B), order_[1], roles(Operand::B));
+    const auto out = as_matrices(c, local(Operand::C), oc, roles(Operand::C));
+    for (std::int64_t i = 0; i < out.count; ++i) gemm<Scalar>(out.at(i), a.at(i), b.at(i), accumulate);
+  }
+
+  void contract(const lowered_step& l, bool last) {
+    pack(Operand::A, l.operand_order);
+    pack(Operand::B, l.b_order);
+    if (accumulate_ && last && l.result_order == p_.output_order) {  // C += A B in place
+      gemm_all(out_, l.result_order, true);
+      return hold_c(out_, l.result_order);
+    }
+    Scalar* target = c_target(l.writes_output, count(Operand::C));
+    gemm_all(target, l.result_order, false);
+    hold_c(target, l.result_order);
+  }
+
+  // ---- ring variants: one block in flight while the previous one is multiplied -------------
+
+  void ring_gather_contract(const Step& s, const lowered_step& l) {
+    pack(Operand::A, l.operand_order);
+    pack(Operand::B, l.b_order);
+    const Operand x = s.operand, other = x == Operand::A ? Operand::B : Operand::A;
+    const tensor_axes before = axes_[x];
+    const axis_list kept = kept_after_gather(before, s.dim, s.axes.size());
+    const std::int64_t global_k = global_[index_of(x)][static_cast<std::size_t>(s.dim)];
+    AnyCommunicator& comm = group(s.axes);
+    const int size = comm.size(), rank = comm.rank();
+    const auto blocks = member_counts(x, s.dim, kept, s.axes);
+    const std::int64_t widest = *std::max_element(blocks.begin(), blocks.end());
+    const dim_order x_order = order_[index_of(x)];
+    const Scalar* block = data_[index_of(x)];
+    // The other operand whole along k: its slice for block g is a range of its k rows or columns.
+    const auto whole_other = as_matrices(data_[index_of(other)], local(other), order_[index_of(other)], roles(other));
+    Scalar* buffers[2] = {scratch<Scalar>(Slot::ring_0, widest), scratch<Scalar>(Slot::ring_1, widest)};
+    const std::int64_t c_count = count(Operand::C);
+    Scalar* target = c_target(l.writes_output, c_count);
+    const auto out = as_matrices(target, local(Operand::C), l.result_order, roles(Operand::C));
+
+    auto multiply = [&](const Scalar* x_block, int g, bool accumulate) {
+      tensor_extents extents = local(x);
+      extents[static_cast<std::size_t>(s.dim)] = geo_.gathered_block(global_k, kept, s.axes, g);
+      const auto xm = as_matrices(x_block, extents, x_order, roles(x));
+      const std::int64_t offset = geo_.gathered_offset(global_k, kept, s.axes, g);
+      const std::int64_t width = extents[static_cast<std::size_t>(s.dim)];
+      for (std::int64_t i = 0; i < out.count; ++i) {
+        const auto om = whole_other.at(i);
+        if (x == Operand::A)
+          gemm<Scalar>(out.at(i), xm.at(i), om.middle_rows(offset, width), accumulate);
+        else
+          gemm<Scalar>(out.at(i), om.middle_cols(offset, width), xm.at(i), accumulate);
+      }
+    };
+    const int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+    for (int step = 0; step < size; ++step) {
+      const int held = (rank - step + size) % size;  // the block in hand
+      if (step + 1 < size) {
+        const int incoming = (held + size - 1) % size;
+        Scalar* receive = buffers[step % 2];
+        auto request = comm.start_sendrecv(
+            std::span<const Scalar>(block, static_cast<std::size_t>(blocks[static_cast<std::size_t>(held)])), next,
+            std::span<Scalar>(receive, static_cast<std::size_t>(blocks[static_cast<std::size_t>(incoming)])), prev,
+            ring_tag);
+        multiply(block, held, step > 0);
+        request.wait();
+        block = receive;
+      } else {
+        multiply(block, held, step > 0);
+      }
+    }
+    if (geo_.extent(global_k, kept) == 0) std::fill_n(target, c_count, Scalar(0));  // k == 0: no GEMM ran
+    hold_c(target, l.result_order);
+  }
+
+  void ring_contract_scatter(const Step& s, const lowered_step& l) {
+    pack(Operand::A, l.operand_order);
+    pack(Operand::B, l.b_order);
+    // C is cut along s.dim, a dimension it gets from A's rows or B's columns.
+    const bool from_a = roles(Operand::C)[static_cast<std::size_t>(s.dim)] == GemmRole::rows;
+    const std::int64_t global_d = global_[2][static_cast<std::size_t>(s.dim)];
+    const axis_list kept = axes_[Operand::C].dim(s.dim);
+    AnyCommunicator& comm = group(s.axes);
+    const int size = comm.size(), rank = comm.rank();
+    const auto a = as_matrices(data_[0], local(Operand::A), order_[0], roles(Operand::A));
+    const auto b = as_matrices(data_[1], local(Operand::B), order_[1], roles(Operand::B));
+    auto chunk_extents = [&](int g) {
+      tensor_extents extents = local(Operand::C);
+      extents[static_cast<std::size_t>(s.dim)] = geo_.gathered_block(global_d, kept, s.axes, g);
+      return extents;
+    };
+    auto chunk_size = [&](int g) { return element_count(chunk_extents(g), axes_[Operand::C].rank); };
+    // This rank's share of chunk g of C: a slice of A's rows or of B's columns.
+    auto contribute = [&](int g, Scalar* into) {
+      const std::int64_t offset = geo_.gathered_offset(global_d, kept, s.axes, g);
+      const std::int64_t width = geo_.gathered_block(global_d, kept, s.axes, g);
+      const auto c = as_matrices(into, chunk_extents(g), l.result_order, roles(Operand::C));
+      for (std::int64_t i = 0; i < c.count; ++i) {
+        if (from_a) gemm<Scalar>(c.at(i), a.at(i).middle_rows(offset, width), b.at(i), false);
+        else gemm<Scalar>(c.at(i), a.at(i), b.at(i).middle_cols(offset, width), false);
+      }
+    };
+    std::int64_t widest = 0;
+    for (int g = 0; g < size; ++g) widest = std::max(widest, chunk_size(g));
+    Scalar* target = c_target(l.writes_output, chunk_size(rank));
+    if (size == 1) {
+      contribute(rank, target);
+      hold_c(target, l.result_order);
+      return;
+    }
+    Scalar* sending = scratch<Scalar>(Slot::ring_0, widest);
+    Scalar* receiving = scratch<Scalar>(Slot::ring_1, widest);
+    Scalar* working = scratch<Scalar>(Slot::ring_2, widest);
+    const int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+    contribute(prev, sending);
+    for (int step = 0; step + 1 < size; ++step) {
+      const int sent = (rank - step - 1 + 2 * size) % size, arriving = (rank - step - 2 + 2 * size) % size;
+      Scalar* into = step + 2 == size ? target : working;  // the last chunk to arrive is this rank's
+      const auto n = static_cast<std::size_t>(chunk_size(arriving));
+      auto request = comm.start_sendrecv(std::span<const Scalar>(sending, static_cast<std::size_t>(chunk_size(sent))),
+                                         next, std::span<Scalar>(receiving, n), prev, ring_tag);
+      contribute(arriving, into);
+      request.wait();
+      using vector_map = Eigen::Map<Eigen::Array<Scalar, Eigen::Dynamic, 1>>;
+      vector_map(into, static_cast<Eigen::Index>(n)) +=
+          Eigen::Map<const Eigen::Array<Scalar, Eigen::Dynamic, 1>>(receiving, static_cast<Eigen::Index>(n));
+      working = sending;  // its send has completed
+      sending = into;
+    }
+    hold_c(target, l.result_order);
+  }
+
+  // ---- SUMMA (matrices on a grid) ------------------------------------------------------------
+
+  /// One panel of `rows x cols`, owned by group rank `root` (`mine` is its slice there), as a
+  /// matrix every member of `group` can multiply with. No copy for a group of one or for a
+  /// slice that is already contiguous: the root then broadcasts from its own block.
+  static matrix_view<const Scalar> share_panel(AnyCommunicator& group, matrix_view<const Scalar> mine, std::int64_t rows,
+                                               std::int64_t cols, bool row_major, int root, Scalar* buffer) {
+    if (group.size() == 1) return mine;
+    const auto n = static_cast<std::size_t>(rows * cols);
+    const matrix_view<const Scalar> packed{buffer, rows, cols, std::max<std::int64_t>(1, row_major ? cols : rows), row_major};
+    if (group.rank() == root) {
+      const bool contiguous = row_major ? (rows <= 1 || mine.ld == cols) : (cols <= 1 || mine.ld == rows);
+      if (contiguous) {  // a broadcast never writes the root's buffer
+        group.broadcast(std::span<Scalar>(const_cast<Scalar*>(mine.data), n), root);
+        return mine;
+      }
+      copy_matrix(mine, buffer);
+    }
+    group.broadcast(std::span<Scalar>(buffer, n), root);
+    return packed;
+  }
+
+  void summa(const Step& s, const lowered_step& l) {
+    pack(Operand::A, l.operand_order);
+    pack(Operand::B, l.b_order);
+    const std::int64_t k = global_[0][1];
+    const auto a = as_matrices(data_[0], local(Operand::A), order_[0], roles(Operand::A)).matrix;
+    const auto b = as_matrices(data_[1], local(Operand::B), order_[1], roles(Operand::B)).matrix;
+    const std::int64_t a_offset = geo_.offset(k, s.axes), b_offset = geo_.offset(k, s.axes2);
+    AnyCommunicator& a_group = group(s.axes);   // A's panels travel along the row of the grid
+    AnyCommunicator& b_group = group(s.axes2);  // B's along the column
+    const int width = p_.panel_width;
+    Scalar* a_buffer = scratch<Scalar>(Slot::ring_0, a.rows * width);
+    Scalar* b_buffer = scratch<Scalar>(Slot::ring_1, width * b.cols);
+    Scalar* target = c_target(l.writes_output, count(Operand::C));
+    const auto c = as_matrices(target, local(Operand::C), l.result_order, roles(Operand::C)).matrix;
+    bool accumulate = false;
+    for_each_summa_panel(k, a_group.size(), b_group.size(), width, [&](const summa_panel& panel) {
+      const bool a_root = a_group.rank() == panel.a_root, b_root = b_group.rank() == panel.b_root;
+      const auto a_panel = share_panel(a_group, a_root ? a.middle_cols(panel.begin - a_offset, panel.width) : a,
+                                       a.rows, panel.width, a.row_major, panel.a_root, a_buffer);
+      const auto b_panel = share_panel(b_group, b_root ? b.middle_rows(panel.begin - b_offset, panel.width) : b,
+                                       panel.width, b.cols, b.row_major, panel.b_root, b_buffer);
+      gemm<Scalar>(c, a_panel, b_panel, accumulate);
+      accumulate = true;
+    });
+    if (!accumulate) std::fill_n(target, count(Operand::C), Scalar(0));  // k == 0
+    hold_c(target, l.result_order);
+  }
+
+  const program& p_;
+  group_mesh_state& groups_;
+  const block_geometry& geo_;
+  const operand_extents& global_;
+  operand_axes axes_;
+  std::array<const Scalar*, 3> data_{};
+  std::array<dim_order, 3> order_{};
+  Scalar* out_;
+  bool accumulate_;
+  bool c_owned_ = false;  // C's block is ours to overwrite (the result or a scratch buffer)
+  bool c_in_ping_ = false;
+  std::array<bool, 2> in_second_slot_{};  // A's and B's scratch slot in turn (see spare())
+};
+
+/// Runs `p` on this rank of `groups` for operands of global `extents`.
+template <typename Scalar>
+void execute(const program& p, group_mesh_state& groups, const operand_extents& extents, const operation_io<Scalar>& io) {
+  executor<Scalar>(p, groups, extents, io).run();
+}
+
+}  // namespace shardwise::detail

@@ -1,0 +1,197 @@
+// shardwise/plan/cost.hpp: what a schedule sends and holds, derived from its steps.
+//
+// Traffic is counted as traffic.hpp's ring convention has it (what CountingCommunicator and
+// the virtual cluster count), per rank: the tests check the kernels against these numbers.
+// Footprint is the elements a rank holds while the schedule runs. Pure compile-time.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+
+#include "shardwise/layout.hpp"
+#include "shardwise/plan/step.hpp"
+#include "shardwise/traffic.hpp"
+
+namespace shardwise::detail {
+
+/// Global extents of A, B and C.
+using operand_extents = std::array<tensor_extents, 3>;
+
+/// One SUMMA panel: its range of k, and the group ranks that own it in A's and B's k split.
+struct summa_panel {
+  std::int64_t begin = 0, width = 0;
+  int a_root = 0, b_root = 0;
+};
+
+/// Calls f(panel) for every panel of k: the common refinement of A's k blocks (split in
+/// `a_parts`) and B's (in `b_parts`), cut to at most `max_width`.
+template <typename F>
+constexpr void for_each_summa_panel(std::int64_t k, int a_parts, int b_parts, int max_width, F&& f) {
+  int a_block = 0, b_block = 0;
+  for (std::int64_t begin = 0; begin < k;) {
+    while (block_begin(k, a_parts, a_block + 1) <= begin) ++a_block;
+    while (block_begin(k, b_parts, b_block + 1) <= begin) ++b_block;
+    std::int64_t end = begin + max_width;
+    if (block_begin(k, a_parts, a_block + 1) < end) end = block_begin(k, a_parts, a_block + 1);
+    if (block_begin(k, b_parts, b_block + 1) < end) end = block_begin(k, b_parts, b_block + 1);
+    f(summa_panel{begin, end - begin, a_block, b_block});
+    begin = end;
+  }
+}
+
+/// Which of the three counted kinds of collective a step is charged to, when it is one.
+constexpr OpCount CommCounters::* collective_kind(StepKind kind) {
+  switch (kind) {
+    case StepKind::all_gather: return &CommCounters::all_gather;
+    case StepKind::reduce_scatter: return &CommCounters::reduce_scatter;
+    case StepKind::all_reduce: return &CommCounters::all_reduce;
+    default: return nullptr;
+  }
+}
+
+/// Bytes and messages this rank sends in `step`, the shardings before it being `state`.
+constexpr Traffic step_traffic(const Step& step, const operand_axes& state, const operand_extents& global,
+                               const block_geometry& geo, std::int64_t scalar_bytes, int panel_width) {
+  const tensor_axes& t = state[step.operand];
+  const tensor_extents& extents = global[index_of(step.operand)];
+  const int group = geo.group_size(step.axes), rank = geo.group_rank(step.axes);
+  switch (step.kind) {
+    case StepKind::all_gather:
+    case StepKind::ring_all_gather_gemm: {
+      const axis_list kept = kept_after_gather(t, step.dim, step.axes.size());
+      std::int64_t total = 0;
+      for (int g = 0; g < group; ++g) total += member_block(t, extents, geo, step.dim, kept, step.axes, g);
+      const std::int64_t next = member_block(t, extents, geo, step.dim, kept, step.axes, (rank + 1) % group);
+      return ring_all_gather_traffic(total, next, group, scalar_bytes);
+    }
+    case StepKind::reduce_scatter:
+    case StepKind::ring_gemm_reduce_scatter: {
+      const axis_list& kept = t.dim(step.dim);
+      std::int64_t total = 0;
+      for (int g = 0; g < group; ++g) total += member_block(t, extents, geo, step.dim, kept, step.axes, g);
+      return ring_reduce_scatter_traffic(total, member_block(t, extents, geo, step.dim, kept, step.axes, rank), group,
+                                         scalar_bytes);
+    }
+    case StepKind::all_reduce:
+      return ring_all_reduce_traffic(element_count(local_extents(t, extents, geo), t.rank), group, rank, scalar_bytes);
+    case StepKind::local_gemm:
+      return {};
+    case StepKind::summa_gemm: {
+      // A[m, k] panels travel over `axes` (A's k split), B[k, n] panels over `axes2` (B's k split).
+      const tensor_axes &a = state[Operand::A], &b = state[Operand::B];
+      const std::int64_t m_local = geo.extent(global[0][0], a.dim(0));
+      const std::int64_t n_local = geo.extent(global[1][1], b.dim(1));
+      const int b_group = geo.group_size(step.axes2), b_rank = geo.group_rank(step.axes2);
+      Traffic total;
+      for_each_summa_panel(global[0][1], group, b_group, panel_width, [&](const summa_panel& p) {
+        total += chain_broadcast_traffic(m_local * p.width, group, rank, p.a_root, scalar_bytes);
+        total += chain_broadcast_traffic(p.width * n_local, b_group, b_rank, p.b_root, scalar_bytes);
+      });
+      return total;
+    }
+  }
+  return {};
+}
+
+/// What this rank sends to run `steps` from `state`, by kind: collectives as themselves (one
+/// call each), the ring variants' messages as point-to-point, SUMMA's as broadcasts, as
+/// CountingCommunicator counts them (calls are modeled for the collectives only).
+constexpr CommCounters schedule_counters(const Schedule& steps, operand_axes state, const operand_extents& global,
+                                         const block_geometry& geo, std::int64_t scalar_bytes, int panel_width) {
+  CommCounters counts;
+  for (const Step& step : steps) {
+    const Traffic t = step_traffic(step, state, global, geo, scalar_bytes, panel_width);
+    if (OpCount CommCounters::* kind = collective_kind(step.kind)) {
+      counts.*kind += OpCount{t, 1};
+    } else if (step.kind == StepKind::summa_gemm) {
+      counts.broadcast.traffic += t;
+    } else if (step.kind != StepKind::local_gemm) {
+      counts.point_to_point.traffic += t;
+    }
+    apply_step(step, state);
+  }
+  return counts;
+}
+
+/// What this rank sends to run `steps` from `state`, all kinds together.
+constexpr Traffic schedule_traffic(const Schedule& steps, operand_axes state, const operand_extents& global,
+                                   const block_geometry& geo, std::int64_t scalar_bytes, int panel_width) {
+  Traffic total;
+  for (const Step& step : steps) {
+    total += step_traffic(step, state, global, geo, scalar_bytes, panel_width);
+    apply_step(step, state);
+  }
+  return total;
+}
+
+/// Elements this rank holds while running `steps`: its blocks of A, B and the result (in
+/// `output`), plus the buffers the schedule names: gathered operands, C between steps (two
+/// buffers used in turn), ring chunks and SUMMA panels. Copies made only to change a storage
+/// order are not counted.
+constexpr std::int64_t schedule_footprint(const Schedule& steps, operand_axes state, const tensor_axes& output,
+                                          const operand_extents& global, const block_geometry& geo, int panel_width) {
+  auto elements = [&](Operand op, const tensor_axes& t) {
+    return element_count(local_extents(t, global[index_of(op)], geo), t.rank);
+  };
+  std::int64_t total = elements(Operand::A, state[Operand::A]) + elements(Operand::B, state[Operand::B]) +
+                       elements(Operand::C, output);
+  std::int64_t c_buffers[2] = {0, 0};
+  int next_c = 0;
+  auto hold_c = [&](std::int64_t n) {
+    c_buffers[next_c] = std::max(c_buffers[next_c], n);
+    next_c = 1 - next_c;
+  };
+  std::int64_t ring = 0;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const Step& step = steps[i];
+    bool writes_output = true;  // only in-place AllReduces follow
+    for (std::size_t j = i + 1; j < steps.size(); ++j)
+      if (steps[j].kind != StepKind::all_reduce) writes_output = false;
+    const operand_axes before = state;
+    apply_step(step, state);
+    const tensor_axes& c = state[Operand::C];
+    switch (step.kind) {
+      case StepKind::all_gather:
+        if (step.operand != Operand::C) total += elements(step.operand, state[step.operand]);
+        else if (!writes_output) hold_c(elements(Operand::C, c));
+        break;
+      case StepKind::ring_all_gather_gemm:
+        // Two blocks in flight; sizes differ by at most one slice of the gathered dimension.
+        ring = std::max(ring, 2 * (elements(step.operand, before[step.operand]) + 1));
+        if (!writes_output) hold_c(elements(Operand::C, c));
+        break;
+      case StepKind::ring_gemm_reduce_scatter: {
+        const std::int64_t whole = elements(Operand::C, before[Operand::C]);
+        ring = std::max(ring, 3 * (whole / geo.group_size(step.axes) + global[2][0] + global[2][1]));
+        if (!writes_output) hold_c(elements(Operand::C, c));
+        break;
+      }
+      case StepKind::reduce_scatter:
+      case StepKind::local_gemm:
+        if (!writes_output) hold_c(elements(Operand::C, c));
+        break;
+      case StepKind::summa_gemm:
+        ring = std::max(ring, std::int64_t{panel_width} * (geo.extent(global[0][0], before[Operand::A].dim(0)) +
+                                                           geo.extent(global[1][1], before[Operand::B].dim(1))));
+        if (!writes_output) hold_c(elements(Operand::C, c));
+        break;
+      case StepKind::all_reduce:
+        break;
+    }
+  }
+  return total + c_buffers[0] + c_buffers[1] + ring;
+}
+
+/// The largest value of `traffic_of(coordinate)` over all ranks of `mesh` (the busiest rank).
+template <MeshType M, typename F>
+constexpr Traffic max_over_ranks(const M& mesh, F&& traffic_of) {
+  Traffic worst;
+  for (int rank = 0; rank < mesh.size(); ++rank) {
+    const Traffic t = traffic_of(mesh.unravel(rank));
+    if (t.bytes > worst.bytes || (t.bytes == worst.bytes && t.messages > worst.messages)) worst = t;
+  }
+  return worst;
+}
+
+}  // namespace shardwise::detail

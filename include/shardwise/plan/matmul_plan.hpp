@@ -1,0 +1,314 @@
+// shardwise/plan/matmul_plan.hpp: which matmul kernel runs, and what it communicates.
+//
+// C[m, n] = A[m, k] * B[k, n] is the contraction "mk,kn->mn" (contraction.hpp). From the
+// mesh and the shardings of A and B the compiler also names its policy family, the seed's
+// vocabulary: Unsharded, MatchedInner, UnmatchedInner, Outer, Full. matmul_plan holds the
+// schedule (constexpr data), the cost model, the footprint and describe(); the executor
+// (kernels/executor.hpp) runs that same schedule. Pure compile-time: no MPI, no Eigen.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include "shardwise/layout.hpp"
+#include "shardwise/mesh.hpp"
+#include "shardwise/plan/contraction.hpp"
+#include "shardwise/plan/cost.hpp"
+#include "shardwise/plan/describe.hpp"
+#include "shardwise/plan/step.hpp"
+#include "shardwise/sharding.hpp"
+#include "shardwise/traffic.hpp"
+
+namespace shardwise {
+
+/// The five policy families. Write am, ak for the axes splitting A's rows and columns, bk,
+/// bn for B's. Every pair of shardings falls in exactly one.
+namespace policy {
+/// am = ak = bk = bn = none: every rank multiplies whole matrices.
+struct Unsharded { static constexpr std::string_view name = "Unsharded"; };
+/// ak = bk (not none), am = bn = none: local GEMM gives a partial C, then AllReduce over ak.
+struct MatchedInner { static constexpr std::string_view name = "MatchedInner"; };
+/// ak != bk, am = bn = none: AllGather A and B along k, then a local GEMM.
+struct UnmatchedInner { static constexpr std::string_view name = "UnmatchedInner"; };
+/// Exactly one of am, bn split: C keeps that split.
+struct Outer { static constexpr std::string_view name = "Outer"; };
+/// Both am and bn split: C = [am, bn].
+struct Full { static constexpr std::string_view name = "Full"; };
+}  // namespace policy
+
+/// How a schedule is executed. The bytes moved are the same for standard and ring.
+namespace variant {
+/// Collectives, then the GEMM (or the GEMM, then collectives).
+struct Standard { static constexpr std::string_view name = "standard"; };
+/// The one AllGather along k (or the one ReduceScatter) runs as a ring of nonblocking
+/// messages, each block multiplied while the next is in flight.
+struct Ring { static constexpr std::string_view name = "ring"; };
+/// SUMMA for A = [X, Y], B = [X, Y]: panels of at most PanelWidth columns of A are
+/// broadcast over Y and rows of B over X, one GEMM per panel; no operand is gathered whole.
+template <int PanelWidth = 256>
+struct Summa {
+  static_assert(PanelWidth >= 1, "shardwise::variant::Summa: the panel width must be at least 1");
+  static constexpr std::string_view name = "summa";
+  static constexpr int panel_width = PanelWidth;
+};
+}  // namespace variant
+
+inline constexpr variant::Standard standard{};
+inline constexpr variant::Ring ring{};
+inline constexpr variant::Summa<> summa{};
+
+/// Ask matmul for the output the policy produces without extra communication: C = [am, bn].
+struct NaturalOutput {};
+
+/// Global matmul shape: C[m,n] = A[m,k] * B[k,n].
+struct MatmulShape {
+  std::int64_t m = 0, k = 0, n = 0;
+  friend constexpr bool operator==(const MatmulShape&, const MatmulShape&) = default;
+};
+
+namespace detail {
+
+enum class PolicyKind { unsharded, matched_inner, unmatched_inner, outer, full };
+
+constexpr PolicyKind classify(const tensor_axes& a, const tensor_axes& b) {
+  const axis_list &am = a.dim(0), &ak = a.dim(1), &bk = b.dim(0), &bn = b.dim(1);
+  if (am.empty() && bn.empty()) {
+    if (ak.empty() && bk.empty()) return PolicyKind::unsharded;
+    return ak == bk ? PolicyKind::matched_inner : PolicyKind::unmatched_inner;
+  }
+  return (am.empty() || bn.empty()) ? PolicyKind::outer : PolicyKind::full;
+}
+
+template <PolicyKind K> struct policy_type;
+template <> struct policy_type<PolicyKind::unsharded> { using type = policy::Unsharded; };
+template <> struct policy_type<PolicyKind::matched_inner> { using type = policy::MatchedInner; };
+template <> struct policy_type<PolicyKind::unmatched_inner> { using type = policy::UnmatchedInner; };
+template <> struct policy_type<PolicyKind::outer> { using type = policy::Outer; };
+template <> struct policy_type<PolicyKind::full> { using type = policy::Full; };
+
+template <typename V> struct variant_traits;
+template <> struct variant_traits<variant::Standard> {
+  static constexpr VariantKind kind = VariantKind::standard;
+  static constexpr int panel_width = 0;
+};
+template <> struct variant_traits<variant::Ring> {
+  static constexpr VariantKind kind = VariantKind::ring;
+  static constexpr int panel_width = 0;
+};
+template <int W> struct variant_traits<variant::Summa<W>> {
+  static constexpr VariantKind kind = VariantKind::summa;
+  static constexpr int panel_width = W;
+};
+template <typename V>
+concept MatmulVariant = requires { variant_traits<V>::kind; };
+
+/// Global extents of A, B and C.
+constexpr operand_extents matmul_extents(const MatmulShape& s) { return {{{s.m, s.k}, {s.k, s.n}, {s.m, s.n}}}; }
+
+// [am, bn], or a replicated placeholder where that is no valid sharding (wrong ranks, or am and
+// bn sharing an axis), so that only the error that names the cause is reported.
+template <typename ShA, typename ShB, bool InputsValid>
+struct natural_output {
+  using type = replicated_sharding_t<2>;
+};
+template <typename ShA, typename ShB>
+  requires(!intersects_names(ShA::dim_axes[0], ShB::dim_axes[1]))
+struct natural_output<ShA, ShB, true> {
+  using type = TensorSharding<typename ShA::template dim<0>, typename ShB::template dim<1>>;
+};
+
+// Every way a matmul can fail to plan, with its message: the static_asserts of matmul_plan and
+// matmul_error_v both read this one list.
+#define SHARDWISE_MATMUL_ERRORS(X)                                                                                   \
+  X(input_partial, "shardwise::matmul: an input is Partial (a pending sum); call reduce() on it first")              \
+  X(same_axis_splits_m_and_n,                                                                                        \
+    "shardwise::matmul: the same mesh axis splits the rows of A (m) and the columns of B (n), so C[m, n] would "     \
+    "need it twice; split m and n over different axes, or replicate one")                                            \
+  X(output_partial_not_pending,                                                                                      \
+    "shardwise::matmul: the requested output is Partial over an axis that this product does not leave pending; "     \
+    "only the k axes shared by A and B (ak = bk) can stay Partial")                                                  \
+  X(output_rows_unreachable,                                                                                         \
+    "shardwise::matmul: the requested output cannot be reached for the rows (m): keep A's row axes, drop minor "     \
+    "ones (AllGather), or add the reduced k axes as minor ones (ReduceScatter)")                                     \
+  X(output_cols_unreachable,                                                                                         \
+    "shardwise::matmul: the requested output cannot be reached for the columns (n): keep B's column axes, drop "     \
+    "minor ones (AllGather), or add the reduced k axes as minor ones (ReduceScatter)")                               \
+  X(ring_needs_one_gather_or_scatter,                                                                                \
+    "shardwise::matmul: the ring variant overlaps exactly one AllGather of A or B along k, or the ReduceScatter "    \
+    "right after the GEMM; this schedule has neither, so use variant::Standard")                                     \
+  X(summa_needs_grid_layout,                                                                                         \
+    "shardwise::matmul: the SUMMA variant needs A = [X, Y] and B = [X, Y] (A's rows and B's k over the same axes "   \
+    "X, A's k and B's columns over the same axes Y); use variant::Standard")
+
+enum class MatmulError {
+  none,
+  invalid_sharding,  // reported by checked_sharding's own messages
+#define SHARDWISE_MATMUL_ERROR_ENUM(name, text) name,
+  SHARDWISE_MATMUL_ERRORS(SHARDWISE_MATMUL_ERROR_ENUM)
+#undef SHARDWISE_MATMUL_ERROR_ENUM
+};
+
+constexpr std::string_view matmul_error_text(MatmulError e) {
+  switch (e) {
+    case MatmulError::none: return {};
+    case MatmulError::invalid_sharding:
+      return "shardwise::matmul: a sharding does not fit the mesh or is not a matrix sharding (see "
+             "shardwise::ShardedMatrix's messages)";
+#define SHARDWISE_MATMUL_ERROR_CASE(name, text) \
+  case MatmulError::name:                       \
+    return text;
+      SHARDWISE_MATMUL_ERRORS(SHARDWISE_MATMUL_ERROR_CASE)
+#undef SHARDWISE_MATMUL_ERROR_CASE
+  }
+  return {};
+}
+
+constexpr MatmulError matmul_error_of(const plan_error& e) {
+  switch (e.code) {
+    case PlanError::none: return MatmulError::none;
+    case PlanError::same_axis_splits_two_output_dims: return MatmulError::same_axis_splits_m_and_n;
+    case PlanError::output_partial_not_pending: return MatmulError::output_partial_not_pending;
+    case PlanError::output_dim_unreachable:
+      return e.dim == 0 ? MatmulError::output_rows_unreachable : MatmulError::output_cols_unreachable;
+    case PlanError::ring_needs_one_gather_or_scatter: return MatmulError::ring_needs_one_gather_or_scatter;
+    case PlanError::summa_needs_grid_layout: return MatmulError::summa_needs_grid_layout;
+  }
+  return MatmulError::none;
+}
+
+/// Everything a matmul plan computes, or why it cannot be made; never a hard error, so that
+/// valid_matmul can ask without failing a compile.
+template <MeshType M, typename ShA, typename ShB, typename ShC, typename Variant>
+struct matmul_analysis {
+  static constexpr bool shardings_valid = [] {
+    if constexpr (!TensorShardingType<ShA> || !TensorShardingType<ShB>) {
+      return false;
+    } else {
+      if (sharding_error<M, ShA, 2>() != ShardingError::none || sharding_error<M, ShB, 2>() != ShardingError::none)
+        return false;
+      if constexpr (std::is_same_v<ShC, NaturalOutput>) return true;
+      else if constexpr (!TensorShardingType<ShC>) return false;
+      else return sharding_error<M, ShC, 2>() == ShardingError::none;
+    }
+  }();
+  static constexpr bool inputs_partial = [] {
+    if constexpr (TensorShardingType<ShA> && TensorShardingType<ShB>) return ShA::is_partial || ShB::is_partial;
+    else return false;
+  }();
+
+  using natural = typename natural_output<ShA, ShB, shardings_valid>::type;
+  using output = std::conditional_t<std::is_same_v<ShC, NaturalOutput>, natural, ShC>;
+
+  static constexpr contraction_plan_data data = [] {
+    if constexpr (shardings_valid && MatmulVariant<Variant>) {
+      return plan_contraction(matmul_indices, tensor_axes::of(resolve_sharding<M, ShA>()),
+                              tensor_axes::of(resolve_sharding<M, ShB>()), tensor_axes::of(resolve_sharding<M, output>()),
+                              std::is_same_v<ShC, NaturalOutput>, variant_traits<Variant>::kind);
+    } else {
+      return contraction_plan_data{};
+    }
+  }();
+
+  static constexpr MatmulError error = [] {
+    if (!shardings_valid) return MatmulError::invalid_sharding;
+    if (inputs_partial) return MatmulError::input_partial;
+    // With the natural output, [am, bn] sharing an axis is the cause, whatever the variant.
+    if (std::is_same_v<ShC, NaturalOutput> && intersects(data.start[Operand::A].dim(0), data.start[Operand::B].dim(1)))
+      return MatmulError::same_axis_splits_m_and_n;
+    return matmul_error_of(data.error);
+  }();
+};
+
+}  // namespace detail
+
+/// Whether C = A * B with these shardings (and requested output, and variant) has a plan:
+/// a question generic code can ask without failing a compile.
+template <MeshType M, typename ShA, typename ShB, typename ShC = NaturalOutput, typename Variant = variant::Standard>
+inline constexpr bool valid_matmul =
+    detail::matmul_analysis<M, ShA, ShB, ShC, Variant>::error == detail::MatmulError::none;
+
+/// Why it has none: the text matmul's static_assert would print (empty when valid_matmul).
+template <MeshType M, typename ShA, typename ShB, typename ShC = NaturalOutput, typename Variant = variant::Standard>
+inline constexpr std::string_view matmul_error_v =
+    detail::matmul_error_text(detail::matmul_analysis<M, ShA, ShB, ShC, Variant>::error);
+
+/// Everything the compiler decides about C = A * B: policy, output sharding, schedule, cost
+/// model and description. ShC is NaturalOutput or a requested TensorSharding (e.g.
+/// replicated, a ReduceScatter split, or one with Partial).
+template <MeshType M, TensorShardingType ShA, TensorShardingType ShB, typename ShC = NaturalOutput,
+          detail::MatmulVariant Variant = variant::Standard>
+struct matmul_plan {
+ private:
+  // Completing the checkers reports a bad sharding once, with its own message.
+  static constexpr bool inputs_valid =
+      detail::checked_sharding<M, ShA, 2>::value && detail::checked_sharding<M, ShB, 2>::value;
+  using analysis = detail::matmul_analysis<M, ShA, ShB, ShC, Variant>;
+
+ public:
+  /// C = [am, bn]: what the policy produces without resharding.
+  using natural_output = typename analysis::natural;
+  /// The sharding of the result.
+  using output_sharding = typename analysis::output;
+  static_assert(detail::is_tensor_sharding_v<output_sharding>,
+                "shardwise::matmul: the requested output must be a TensorSharding<rows, columns> "
+                "(or NaturalOutput)");
+
+ private:
+  static constexpr bool output_valid = inputs_valid && detail::checked_sharding<M, output_sharding, 2>::value;
+  static constexpr detail::MatmulError error = output_valid ? analysis::error : detail::MatmulError::none;
+#define SHARDWISE_MATMUL_ERROR_ASSERT(name, text) static_assert(error != detail::MatmulError::name, text);
+  SHARDWISE_MATMUL_ERRORS(SHARDWISE_MATMUL_ERROR_ASSERT)
+#undef SHARDWISE_MATMUL_ERROR_ASSERT
+
+ public:
+  /// One of policy::Unsharded, MatchedInner, UnmatchedInner, Outer, Full.
+  using policy = typename detail::policy_type<detail::classify(analysis::data.start[Operand::A],
+                                                               analysis::data.start[Operand::B])>::type;
+  using variant_type = Variant;
+  static constexpr int summa_panel_width = detail::variant_traits<Variant>::panel_width;
+  /// The steps the kernel runs, in order.
+  static constexpr Schedule schedule = analysis::data.steps;
+
+  /// Shardings before the first step: A and B as given, C as the local GEMM leaves it.
+  static constexpr detail::operand_axes initial_state() { return analysis::data.start; }
+
+  /// Bytes and messages the rank at `coordinate` sends (ring convention, traffic.hpp).
+  static constexpr Traffic traffic(const M& mesh, const typename M::coordinate_type& coordinate, MatmulShape shape,
+                                   std::int64_t scalar_bytes) {
+    return detail::schedule_traffic(schedule, initial_state(), detail::matmul_extents(shape),
+                                    detail::block_geometry(mesh, coordinate), scalar_bytes, summa_panel_width);
+  }
+  /// The largest traffic over all ranks (the bottleneck rank).
+  static constexpr Traffic max_traffic(const M& mesh, MatmulShape shape, std::int64_t scalar_bytes) {
+    return detail::max_over_ranks(mesh, [&](const auto& c) { return traffic(mesh, c, shape, scalar_bytes); });
+  }
+
+  /// Bytes this rank holds during the matmul: its blocks of A, B and C plus the buffers the
+  /// schedule names (see detail::schedule_footprint).
+  static constexpr std::int64_t footprint_bytes(const M& mesh, const typename M::coordinate_type& coordinate,
+                                                MatmulShape shape, std::int64_t scalar_bytes) {
+    return scalar_bytes * detail::schedule_footprint(schedule, initial_state(),
+                                                     detail::tensor_axes::of(detail::resolve_sharding<M, output_sharding>()),
+                                                     detail::matmul_extents(shape), detail::block_geometry(mesh, coordinate),
+                                                     summa_panel_width);
+  }
+
+  /// One line: "Outer: AllGather B along k over x -> local GEMM => C[x, -]".
+  static std::string describe() {
+    return detail::cat(policy::name, ": ", detail::describe_schedule(schedule, detail::matmul_names, M::names), " => C",
+                       output_sharding::to_string());
+  }
+};
+
+/// The policy family the compiler picks for A * B.
+template <MeshType M, TensorShardingType ShA, TensorShardingType ShB>
+using matmul_policy_t = typename matmul_plan<M, ShA, ShB>::policy;
+
+/// The sharding of C for a requested output (NaturalOutput: [am, bn]).
+template <MeshType M, TensorShardingType ShA, TensorShardingType ShB, typename ShC = NaturalOutput>
+using matmul_output_t = typename matmul_plan<M, ShA, ShB, ShC>::output_sharding;
+
+}  // namespace shardwise

@@ -1,0 +1,152 @@
+// shardwise/plan/reshard.hpp: from one sharding of a tensor to another, without a reshuffle.
+//
+// Each dimension may keep its axes, drop minor ones (AllGather), or gain pending axes as
+// minor ones (ReduceScatter); pending axes neither kept nor scattered are AllReduced.
+// Anything else would move blocks between ranks that do not already share them (an
+// all-to-all), which shardwise never does silently: it is a compile error. The same rule
+// finishes every contraction (contraction.hpp). Pure compile-time.
+#pragma once
+
+#include <string>
+
+#include "shardwise/detail/static_vector.hpp"
+#include "shardwise/layout.hpp"
+#include "shardwise/plan/cost.hpp"
+#include "shardwise/plan/describe.hpp"
+#include "shardwise/plan/step.hpp"
+#include "shardwise/sharding.hpp"
+
+namespace shardwise {
+
+namespace detail {
+
+/// Why a plan cannot be made; the plan types turn each into a static_assert message.
+enum class PlanError {
+  none,
+  same_axis_splits_two_output_dims,  ///< one mesh axis would split two dimensions of the result
+  output_partial_not_pending,        ///< the requested Partial names an axis nothing leaves pending
+  output_dim_unreachable,            ///< a requested dimension cannot be reached without a reshuffle
+  ring_needs_one_gather_or_scatter,  ///< the ring variant has nothing (or too much) to overlap
+  summa_needs_grid_layout,           ///< SUMMA needs A = [X, Y] and B = [X, Y]
+};
+
+/// A plan's verdict: no error, or the error and the dimension of the result it concerns (-1
+/// when none) and, for two dimensions split by one axis, the other dimension and the axis.
+struct plan_error {
+  PlanError code = PlanError::none;
+  int dim = -1, other_dim = -1, axis = -1;
+  [[nodiscard]] constexpr bool ok() const { return code == PlanError::none; }
+};
+
+struct reshard_result {
+  static_vector<Step, 2 * max_tensor_rank + 1> steps;
+  plan_error error;
+};
+
+/// The steps that take C from `have` to `want` (see the top of this file): ReduceScatters in
+/// dimension order, then one AllReduce, then AllGathers from the last dimension to the first
+/// (for a column-major matrix the column gather then moves contiguous blocks).
+constexpr reshard_result reshard_steps(const tensor_axes& have, const tensor_axes& want) {
+  reshard_result result;
+  if (!is_subset(want.partial, have.partial)) {
+    result.error = {PlanError::output_partial_not_pending};
+    return result;
+  }
+  const axis_list reduce = without(have.partial, want.partial);
+  std::array<axis_list, max_tensor_rank> gather{}, scatter{};
+  axis_list scattered;
+  for (int d = 0; d < have.rank; ++d) {
+    const auto i = static_cast<std::size_t>(d);
+    if (is_prefix(want.dim(d), have.dim(d))) {
+      gather[i] = tail(have.dim(d), want.dim(d).size());
+    } else if (is_prefix(have.dim(d), want.dim(d)) && is_subset(tail(want.dim(d), have.dim(d).size()), reduce)) {
+      scatter[i] = tail(want.dim(d), have.dim(d).size());
+      scattered = concat(scattered, scatter[i]);
+    } else {
+      result.error = {PlanError::output_dim_unreachable, d};
+      return result;
+    }
+  }
+  for (int d = 0; d < have.rank; ++d)
+    if (!scatter[static_cast<std::size_t>(d)].empty())
+      result.steps.push_back({StepKind::reduce_scatter, Operand::C, d, scatter[static_cast<std::size_t>(d)], {}});
+  const axis_list all_reduce = without(reduce, scattered);
+  if (!all_reduce.empty()) result.steps.push_back({StepKind::all_reduce, Operand::C, -1, all_reduce, {}});
+  for (int d = have.rank; d-- > 0;)
+    if (!gather[static_cast<std::size_t>(d)].empty())
+      result.steps.push_back({StepKind::all_gather, Operand::C, d, gather[static_cast<std::size_t>(d)], {}});
+  return result;
+}
+
+/// The names a reshard's description uses for a tensor of `rank` dimensions: C and, for a
+/// matrix, m and n (as the matmul that finishes with the same steps); beyond that i, j, ...
+constexpr plan_names reshard_names(int rank) {
+  plan_names names = matmul_names;
+  if (rank != 2)
+    for (int d = 0; d < rank; ++d) names.dims[2][static_cast<std::size_t>(d)] = static_cast<char>('i' + d);
+  return names;
+}
+
+}  // namespace detail
+
+/// Changing a tensor's sharding without a contraction: reduce a Partial (AllReduce),
+/// ReduceScatter it into a dimension, or gather minor axes (see the top of this file).
+/// Anything else does not compile.
+template <MeshType M, TensorShardingType From, TensorShardingType To>
+struct reshard_plan {
+ private:
+  static_assert(From::rank == To::rank, "shardwise::reshard: the target sharding has another number of dimensions "
+                                        "than the source; a reshard keeps the tensor's shape");
+  static constexpr bool valid = detail::checked_sharding<M, From, From::rank>::value &&
+                                detail::checked_sharding<M, To, To::rank>::value;
+  static constexpr detail::tensor_axes from_axes = [] {
+    if constexpr (valid) return detail::tensor_axes::of(detail::resolve_sharding<M, From>());
+    else return detail::tensor_axes{};
+  }();
+  static constexpr detail::reshard_result data = [] {
+    if constexpr (valid)
+      return detail::reshard_steps(from_axes, detail::tensor_axes::of(detail::resolve_sharding<M, To>()));
+    else
+      return detail::reshard_result{};
+  }();
+  static_assert(data.error.code != detail::PlanError::output_partial_not_pending,
+                "shardwise::reshard: the target is Partial over an axis the source has no pending sum over");
+  static_assert(data.error.code != detail::PlanError::output_dim_unreachable,
+                "shardwise::reshard: the target sharding cannot be reached: each dimension may keep its axes, "
+                "drop minor ones (AllGather), or add pending Partial axes as minor ones (ReduceScatter)");
+
+ public:
+  /// The steps, all on C (the tensor being resharded).
+  static constexpr Schedule schedule = [] {
+    Schedule s;
+    for (const Step& step : data.steps) s.push_back(step);
+    return s;
+  }();
+  /// The shardings before the first step: C as given.
+  static constexpr detail::operand_axes initial_state() {
+    detail::operand_axes state;
+    state[Operand::C] = from_axes;
+    return state;
+  }
+
+  /// Bytes and messages the rank at `coordinate` sends, for a tensor of global `extents`.
+  static constexpr Traffic traffic(const M& mesh, const typename M::coordinate_type& coordinate,
+                                   const detail::tensor_extents& extents, std::int64_t scalar_bytes) {
+    return detail::schedule_traffic(schedule, initial_state(), {{{}, {}, extents}},
+                                    detail::block_geometry(mesh, coordinate), scalar_bytes, 0);
+  }
+  /// The same for a matrix of `rows` x `cols`.
+  static constexpr Traffic traffic(const M& mesh, const typename M::coordinate_type& coordinate, std::int64_t rows,
+                                   std::int64_t cols, std::int64_t scalar_bytes) {
+    return traffic(mesh, coordinate, detail::tensor_extents{rows, cols}, scalar_bytes);
+  }
+
+  /// "AllReduce C over y => [x, -]", or "no communication".
+  static std::string describe() {
+    return schedule.empty() ? std::string("no communication")
+                            : detail::cat(detail::describe_schedule(schedule, detail::reshard_names(From::rank), M::names),
+                                          " => ", To::to_string());
+  }
+};
+
+}  // namespace shardwise
