@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include <shardwise/comm/virtual_cluster.hpp>  // --virtual: the same program on threads
 #include <shardwise/shardwise.hpp>
 
 namespace sw = shardwise;

@@ -7,7 +7,6 @@
 #include <memory>
 
 #include "nn_cases.hpp"
-#include "nn_gemm_instances.hpp"
 #include "nn_reference.hpp"
 #include "shardwise/nn/feed_forward.hpp"
 

@@ -5,7 +5,6 @@
 #include <cmath>
 
 #include "nn_cases.hpp"
-#include "nn_gemm_instances.hpp"
 #include "nn_reference.hpp"
 #include "shardwise/nn/mlp.hpp"
 

@@ -1,17 +1,6 @@
-// The serial references (nn_reference.hpp), and the one place where the nn tests instantiate
-// the fp64 local GEMMs of the layers (nn_gemm_instances.hpp): both compiled once.
+// The serial references (nn_reference.hpp), compiled once.
 #include "nn_reference.hpp"
 
-#include "nn_gemm_instances.hpp"
-
-namespace shardwise::detail {
-template void gemm<double, Eigen::RowMajor, Eigen::ColMajor, Eigen::ColMajor>(
-    double*, block_ref<double, Eigen::RowMajor>, block_ref<double, Eigen::ColMajor>, bool, std::int64_t);
-template void gemm<double, Eigen::ColMajor, Eigen::RowMajor, Eigen::ColMajor>(
-    double*, block_ref<double, Eigen::ColMajor>, block_ref<double, Eigen::RowMajor>, bool, std::int64_t);
-template void gemm<double, Eigen::ColMajor, Eigen::ColMajor, Eigen::ColMajor>(
-    double*, block_ref<double, Eigen::ColMajor>, block_ref<double, Eigen::ColMajor>, bool, std::int64_t);
-}  // namespace shardwise::detail
 
 namespace shardwise::testing {
 

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "matmul_cases.hpp"
+#include "shardwise/comm/virtual_cluster.hpp"
 
 namespace sw = shardwise;
 using namespace sw::testing;
@@ -126,6 +127,21 @@ TEST(MatmulVirtual, RandomizedDifferential) {
     }
     if (::testing::Test::HasFailure()) break;  // the first failure is the useful one
   }
+}
+
+// ---- both GEMM backends --------------------------------------------------------------------
+// The test programs are built with SHARDWISE_EIGEN_GEMM=1, so a BLAS build has Eigen's kernel
+// too; every case above ran with the default (BLAS when there is one).
+
+TEST(MatmulVirtual, EigenKernelOnEveryGridAndLineCase) {
+  static_assert(sw::has_eigen_backend, "tests/meson.build builds the matmul tests with SHARDWISE_EIGEN_GEMM=1");
+  struct Restore {
+    sw::GemmBackend before = sw::gemm_backend();
+    ~Restore() { sw::set_gemm_backend(before); }
+  } restore;
+  sw::set_gemm_backend(sw::GemmBackend::eigen);
+  run_all(grid_cases_fp64(), Grid{2, 3}, {uneven});
+  run_all(line_cases_fp32(), Line{3}, {uneven});
 }
 
 // ---- the cluster's own channels: real messages, counted where they are delivered ---------

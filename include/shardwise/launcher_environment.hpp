@@ -2,7 +2,7 @@
 /// shardwise/launcher_environment.hpp: what the job launcher says about this process.
 ///
 /// Launchers export the rank and the world size (and often the node-local rank and size)
-/// in environment variables (OSLO's from_torch / from_slurm / from_openmpi, seed 003):
+/// in environment variables (as OSLO's from_torch / from_slurm / from_openmpi read them):
 /// ```{.unparsed}
 ///   OpenMPI     OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE
 ///   MPICH/Hydra PMI_RANK, PMI_SIZE

@@ -51,7 +51,7 @@ void check_operands(const A& a, const B& b) {
 template <typename Plan, typename Scalar, MeshType M, typename ShA, int OA, typename ShB, int OB, typename ShC, int OC>
 void run_matmul(ShardedMatrix<Scalar, M, ShC, OC>& c, const ShardedMatrix<Scalar, M, ShA, OA>& a,
                 const ShardedMatrix<Scalar, M, ShB, OB>& b) {
-  execute<Scalar>(matmul_program<Plan, OA, OB, OC>, a.groups().state("matmul"),
+  execute<matmul_program<Plan, OA, OB, OC>, Scalar>(a.groups().state("matmul"),
                   matmul_extents({a.rows(), a.cols(), b.cols()}), {a.local().data(), b.local().data(), nullptr, c.local().data()});
 }
 

@@ -1,5 +1,5 @@
-// shardwise/parallel_context.hpp: named parallel modes over a ProcessGroupMesh (OSLO's
-// ParallelContext, seed 003).
+// shardwise/parallel_context.hpp: named parallel modes over a ProcessGroupMesh (as OSLO's
+// ParallelContext).
 //
 //   using Hybrid = sw::Mesh<sw::Axis<"dp", 2>, sw::Axis<"pp", 2>, sw::Axis<"tp", 2>, sw::Axis<"sp", 2>>;
 //   auto context = sw::ParallelContext<Hybrid>::from_mpi(MPI_COMM_WORLD, {

@@ -30,7 +30,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
-#include <map>
 #include <memory>
 #include <numeric>
 #include <span>
@@ -71,7 +70,6 @@ class group_mesh_state {
   group_mesh_state(AnyCommunicator world, const block_geometry& geometry) : geometry_(geometry) {
     auto group = std::make_unique<Group>(Group{std::vector<int>(static_cast<std::size_t>(world.size())), std::move(world)});
     std::iota(group->ranks.begin(), group->ranks.end(), 0);
-    by_ranks_.emplace(group->ranks, &group->comm);
     groups_.push_back(std::move(group));
   }
   group_mesh_state(const group_mesh_state&) = delete;
@@ -131,19 +129,17 @@ class group_mesh_state {
   };
 
   /// The communicator over exactly these world ranks, in this order: cached, or created now
-  /// (collectively with the other members).
+  /// (collectively with the other members). A mesh has few groups: a linear search will do.
   AnyCommunicator& group_of(std::vector<int> ranks) {
-    if (auto known = by_ranks_.find(ranks); known != by_ranks_.end()) return *known->second;
+    for (const auto& known : groups_)
+      if (known->ranks == ranks) return known->comm;
     AnyCommunicator comm = world().create_group(ranks);
     groups_.push_back(std::make_unique<Group>(Group{std::move(ranks), std::move(comm)}));
-    Group& group = *groups_.back();
-    by_ranks_.emplace(group.ranks, &group.comm);
-    return group.comm;
+    return groups_.back()->comm;
   }
 
   block_geometry geometry_;
   std::vector<std::unique_ptr<Group>> groups_;  // [0] is the world; addresses stay put
-  std::map<std::vector<int>, AnyCommunicator*> by_ranks_;
   std::vector<std::pair<axis_list, AnyCommunicator*>> by_axes_;
   std::vector<IndexGroup> by_indices_;
 };

@@ -22,8 +22,7 @@ template <TensorShardingType To, int OrderTo = detail::default_storage_order<To>
           typename From, int OrderFrom>
 ShardedMatrix<Scalar, M, To, OrderTo> reshard(const ShardedMatrix<Scalar, M, From, OrderFrom>& x) {
   ShardedMatrix<Scalar, M, To, OrderTo> result(x.groups(), x.rows(), x.cols(), detail::uninitialized);
-  detail::execute<Scalar>(
-      detail::reshard_program<M, From, To, detail::matrix_order(OrderFrom), detail::matrix_order(OrderTo)>,
+  detail::execute<detail::reshard_program<M, From, To, detail::matrix_order(OrderFrom), detail::matrix_order(OrderTo)>, Scalar>(
       x.groups().state("reshard"), {{{}, {}, {x.rows(), x.cols()}}},
       {nullptr, nullptr, x.local().data(), result.local().data()});
   return result;

@@ -190,9 +190,8 @@ class ShardedMatrix {
   /// The whole matrix on every rank (reduces a Partial, then gathers).
   [[nodiscard]] global_matrix to_global() const {
     global_matrix global(rows_, cols_);
-    detail::execute<Scalar>(
-        detail::reshard_program<M, Sh, replicated_sharding_t<2>, detail::matrix_order(Order),
-                                detail::matrix_order(Eigen::ColMajor)>,
+    detail::execute<detail::reshard_program<M, Sh, replicated_sharding_t<2>, detail::matrix_order(Order),
+                                            detail::matrix_order(Eigen::ColMajor)>, Scalar>(
         groups_.state("to_global"), {{{}, {}, {rows_, cols_}}}, {nullptr, nullptr, block_.data(), global.data()});
     return global;
   }

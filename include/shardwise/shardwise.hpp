@@ -7,7 +7,9 @@
 //   layout                     axis lists, block geometry, tensor shardings as values, storage orders
 //   plan/                      the planner: steps, contraction and reshard planning, matmul policies,
 //                              cost model, describe(), programs (storage orders)
-//   comm/                      Communicator concept; MPI, virtual-cluster and counting backends
+//   comm/                      Communicator concept; MPI and counting backends (the virtual cluster,
+//                              threads for tests and laptops, is one more include:
+//                              shardwise/comm/virtual_cluster.hpp; an MPI program need not parse it)
 //   process_group_mesh         one communicator per subset of mesh axes
 //   parallel_context           parallel modes (data, tensor, pipeline, ...) over the mesh; launchers
 //   kernels/                   the one executor, GEMM (BLAS or Eigen), packing, scratch space
@@ -34,7 +36,6 @@
 #include "shardwise/comm/any_communicator.hpp"
 #include "shardwise/comm/counting.hpp"
 #include "shardwise/comm/mpi.hpp"
-#include "shardwise/comm/virtual_cluster.hpp"
 #include "shardwise/process_group_mesh.hpp"
 #include "shardwise/parallel_context.hpp"
 #include "shardwise/sharded_matrix.hpp"

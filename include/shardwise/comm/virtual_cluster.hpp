@@ -1,5 +1,5 @@
-// shardwise/comm/virtual_cluster.hpp: N ranks as threads in one process (the seed's
-// VirtualDevice / VirtualChannel / VirtualCluster).
+// shardwise/comm/virtual_cluster.hpp: N ranks as threads in one process (virtual devices
+// joined by virtual channels).
 //
 //   shardwise::VirtualCluster cluster(4);
 //   cluster.run([](shardwise::VirtualCommunicator& comm) { ... same code as under MPI ... });

@@ -11,7 +11,6 @@
 // Workspace and is reused from call to call, so a call in a loop allocates nothing.
 #pragma once
 
-#include <Eigen/Core>
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -107,16 +106,13 @@ batched_matrix<T> as_matrices(T* data, const tensor_extents& extents, const dim_
 /// Copies a strided matrix into contiguous storage of the same order.
 template <typename Scalar>
 void copy_matrix(matrix_view<const Scalar> from, Scalar* to) {
-  using row = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-  using col = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor>;
-  if (from.row_major)
-    Eigen::Map<row>(to, from.rows, from.cols) = from.template as<Eigen::RowMajor>().map();
-  else
-    Eigen::Map<col>(to, from.rows, from.cols) = from.template as<Eigen::ColMajor>().map();
+  if (from.row_major) copy_strided(from.data, from.ld, 1, to, from.rows, from.cols);
+  else copy_strided(from.data, from.ld, 1, to, from.cols, from.rows);  // its transpose, row-major: the same memory
 }
 
-/// Runs one program on one rank (see the top of this file).
-template <typename Scalar>
+/// Runs one program on one rank (see the top of this file). `Fused`: whether the program has
+/// ring or SUMMA steps; only then are their kernels compiled.
+template <typename Scalar, bool Fused>
 class executor {
  public:
   executor(const program& p, group_mesh_state& groups, const operand_extents& global, const operation_io<Scalar>& io)
@@ -131,13 +127,19 @@ class executor {
       const Step& s = p_.steps[i];
       const lowered_step& l = p_.lowered[i];
       switch (s.kind) {
-        case StepKind::all_gather: gather(s, l); break;
-        case StepKind::reduce_scatter: reduce_scatter(s, l); break;
+        case StepKind::all_gather:
+        case StepKind::reduce_scatter: along_dimension(s, l); break;
         case StepKind::all_reduce: all_reduce(s, l); break;
         case StepKind::local_gemm: contract(l, i + 1 == p_.steps.size()); break;
-        case StepKind::ring_all_gather_gemm: ring_gather_contract(s, l); break;
-        case StepKind::ring_gemm_reduce_scatter: ring_contract_scatter(s, l); break;
-        case StepKind::summa_gemm: summa(s, l); break;
+        case StepKind::ring_all_gather_gemm:
+        case StepKind::ring_gemm_reduce_scatter:
+        case StepKind::summa_gemm:
+          if constexpr (Fused) {
+            if (s.kind == StepKind::ring_all_gather_gemm) ring_gather_contract(s, l);
+            else if (s.kind == StepKind::ring_gemm_reduce_scatter) ring_contract_scatter(s, l);
+            else summa(s, l);
+          }
+          break;
       }
       apply_step(s, axes_);
     }
@@ -151,8 +153,7 @@ class executor {
       permute_copy(sum, order_[c], ordered, p_.output_order, local(Operand::C));
       sum = ordered;
     }
-    using vector = Eigen::Array<Scalar, Eigen::Dynamic, 1>;
-    Eigen::Map<vector>(out_, n) += Eigen::Map<const vector>(sum, n);
+    add_into(out_, sum, n);
   }
 
  private:
@@ -214,46 +215,31 @@ class executor {
 
   // ---- collectives ------------------------------------------------------------------------
 
-  void gather(const Step& s, const lowered_step& l) {
+  /// AllGather (of any operand) or ReduceScatter (of C) along a dimension: pack the block so
+  /// that the dimension is outermost, run the collective on contiguous pieces, and put the
+  /// result in the order the program says (straight into the result when it can).
+  [[gnu::noinline]] void along_dimension(const Step& s, const lowered_step& l) {
     const Operand op = s.operand;
+    const bool gather = s.kind == StepKind::all_gather;
     const Scalar* send = pack(op, l.operand_order);
-    const auto counts = member_counts(op, s.dim, kept_after_gather(axes_[op], s.dim, s.axes.size()), s.axes);
-    std::int64_t total = 0;
-    for (std::int64_t c : counts) total += c;
+    const std::int64_t before = count(op);
+    const axis_list& kept = gather ? kept_after_gather(axes_[op], s.dim, s.axes.size()) : axes_[op].dim(s.dim);
+    const auto counts = member_counts(op, s.dim, kept, s.axes);
     AnyCommunicator& comm = group(s.axes);
-    operand_axes after = axes_;
-    apply_step(s, after);
-    if (op != Operand::C) {
-      Scalar* gathered = spare(op, total);
-      gather_blocks(comm, send, counts, gathered, total);
-      hold(op, gathered, l.result_order);
-      return;
-    }
-    Scalar* target = c_target(l.writes_output, total);
-    Scalar* landing = l.result_order == l.operand_order ? target : scratch<Scalar>(Slot::unpack, total);
-    gather_blocks(comm, send, counts, landing, total);
-    if (landing != target)
-      permute_copy(landing, l.operand_order, target, l.result_order, local_extents(after[Operand::C], global_[2], geo_));
-    hold_c(target, l.result_order);
-  }
-
-  void reduce_scatter(const Step& s, const lowered_step& l) {
-    const Scalar* send = pack(Operand::C, l.operand_order);
-    const std::int64_t total = count(Operand::C);
-    const auto counts = member_counts(Operand::C, s.dim, axes_[Operand::C].dim(s.dim), s.axes);
-    AnyCommunicator& comm = group(s.axes);
-    operand_axes after = axes_;
-    apply_step(s, after);
-    const tensor_extents extents = local_extents(after[Operand::C], global_[2], geo_);
-    const std::int64_t own = element_count(extents, after[Operand::C].rank);
-    Scalar* target = c_target(l.writes_output, own);
-    Scalar* landing = l.result_order == l.operand_order ? target : scratch<Scalar>(Slot::unpack, own);
-    scatter_blocks(comm, send, total, counts, landing);
+    operand_axes after_step = axes_;
+    apply_step(s, after_step);
+    const tensor_extents extents = local_extents(after_step[op], global_[index_of(op)], geo_);
+    const std::int64_t after = element_count(extents, after_step[op].rank);
+    Scalar* target = op == Operand::C ? c_target(l.writes_output, after) : spare(op, after);
+    Scalar* landing = l.result_order == l.operand_order ? target : scratch<Scalar>(Slot::unpack, after);
+    if (gather) gather_blocks(comm, send, counts, landing, after);
+    else scatter_blocks(comm, send, before, counts, landing);
     if (landing != target) permute_copy(landing, l.operand_order, target, l.result_order, extents);
-    hold_c(target, l.result_order);
+    hold(op, target, l.result_order);
+    if (op == Operand::C) c_owned_ = true;
   }
 
-  void all_reduce(const Step& s, const lowered_step& l) {
+  [[gnu::noinline]] void all_reduce(const Step& s, const lowered_step& l) {
     const std::int64_t n = count(Operand::C);
     const auto size = static_cast<std::size_t>(n);
     AnyCommunicator& comm = group(s.axes);
@@ -284,7 +270,7 @@ class executor {
     for (std::int64_t i = 0; i < out.count; ++i) gemm<Scalar>(out.at(i), a.at(i), b.at(i), accumulate);
   }
 
-  void contract(const lowered_step& l, bool last) {
+  [[gnu::noinline]] void contract(const lowered_step& l, bool last) {
     pack(Operand::A, l.operand_order);
     pack(Operand::B, l.b_order);
     if (accumulate_ && last && l.result_order == p_.output_order) {  // C += A B in place
@@ -401,9 +387,7 @@ class executor {
                                          next, std::span<Scalar>(receiving, n), prev, ring_tag);
       contribute(arriving, into);
       request.wait();
-      using vector_map = Eigen::Map<Eigen::Array<Scalar, Eigen::Dynamic, 1>>;
-      vector_map(into, static_cast<Eigen::Index>(n)) +=
-          Eigen::Map<const Eigen::Array<Scalar, Eigen::Dynamic, 1>>(receiving, static_cast<Eigen::Index>(n));
+      add_into(into, receiving, static_cast<std::int64_t>(n));
       working = sending;  // its send has completed
       sending = into;
     }
@@ -438,9 +422,9 @@ class executor {
     const std::int64_t k = global_[0][1];
     const auto a = as_matrices(data_[0], local(Operand::A), order_[0], roles(Operand::A)).matrix;
     const auto b = as_matrices(data_[1], local(Operand::B), order_[1], roles(Operand::B)).matrix;
-    const std::int64_t a_offset = geo_.offset(k, s.axes), b_offset = geo_.offset(k, s.axes2);
+    const std::int64_t a_offset = geo_.offset(k, s.axes), b_offset = geo_.offset(k, s.b_axes);
     AnyCommunicator& a_group = group(s.axes);   // A's panels travel along the row of the grid
-    AnyCommunicator& b_group = group(s.axes2);  // B's along the column
+    AnyCommunicator& b_group = group(s.b_axes);  // B's along the column
     const int width = p_.panel_width;
     Scalar* a_buffer = scratch<Scalar>(Slot::ring_0, a.rows * width);
     Scalar* b_buffer = scratch<Scalar>(Slot::ring_1, width * b.cols);
@@ -474,10 +458,10 @@ class executor {
   std::array<bool, 2> in_second_slot_{};  // A's and B's scratch slot in turn (see spare())
 };
 
-/// Runs `p` on this rank of `groups` for operands of global `extents`.
-template <typename Scalar>
-void execute(const program& p, group_mesh_state& groups, const operand_extents& extents, const operation_io<Scalar>& io) {
-  executor<Scalar>(p, groups, extents, io).run();
+/// Runs the program `P` on this rank of `groups` for operands of global `extents`.
+template <const program& P, typename Scalar>
+void execute(group_mesh_state& groups, const operand_extents& extents, const operation_io<Scalar>& io) {
+  executor<Scalar, P.fused>(P, groups, extents, io).run();
 }
 
 }  // namespace shardwise::detail

@@ -5,9 +5,11 @@
 // type, and a BLAS has a single place to plug in.
 //
 // Built with SHARDWISE_USE_BLAS (Meson option `blas`, on when a BLAS is found), the
-// kernels call cblas_dgemm / cblas_sgemm; set_gemm_backend() switches between that and
-// Eigen's own kernel at run time (benchmarks measure both). Only the kernels' GEMMs
-// change: the user's own Eigen code is untouched (for that, define EIGEN_USE_BLAS).
+// kernels call cblas_dgemm / cblas_sgemm; without it, Eigen's own GEMM kernel. Eigen's
+// kernel is the larger part of what a translation unit pays to compile the kernels, so a
+// BLAS build leaves it out unless SHARDWISE_EIGEN_GEMM=1 asks for both; set_gemm_backend()
+// then switches between them at run time (the benchmarks measure both). Only the kernels'
+// GEMMs change: the user's own Eigen code is untouched (for that, define EIGEN_USE_BLAS).
 // Give each MPI rank one BLAS thread (OPENBLAS_NUM_THREADS=1, or OMP_NUM_THREADS=1 for
 // BLIS): the ranks already use the cores.
 #pragma once
@@ -36,6 +38,15 @@
 #define SHARDWISE_HAS_BLAS 0
 #endif
 
+// Whether the kernels compile Eigen's GEMM kernel too: always without a BLAS; with one, only
+// when asked (see the top of this file).
+#if !defined(SHARDWISE_EIGEN_GEMM)
+#define SHARDWISE_EIGEN_GEMM (!SHARDWISE_HAS_BLAS)
+#endif
+#if !SHARDWISE_HAS_BLAS && !SHARDWISE_EIGEN_GEMM
+#error "shardwise: SHARDWISE_EIGEN_GEMM=0 needs a BLAS (SHARDWISE_USE_BLAS=1): the kernels would have no GEMM"
+#endif
+
 namespace shardwise {
 
 /// Who multiplies the local blocks.
@@ -46,6 +57,8 @@ enum class GemmBackend {
 
 /// Whether this build can use a BLAS.
 inline constexpr bool has_blas_backend = SHARDWISE_HAS_BLAS != 0;
+/// Whether this build compiles Eigen's GEMM kernel for the kernels (see SHARDWISE_EIGEN_GEMM).
+inline constexpr bool has_eigen_backend = SHARDWISE_EIGEN_GEMM != 0;
 
 namespace detail {
 inline std::atomic<GemmBackend>& gemm_backend_setting() {
@@ -57,10 +70,13 @@ inline std::atomic<GemmBackend>& gemm_backend_setting() {
 /// The backend the kernels use now (BLAS by default when built with one).
 inline GemmBackend gemm_backend() { return detail::gemm_backend_setting().load(std::memory_order_relaxed); }
 
-/// Chooses the backend for all kernels; asking for BLAS in a build without one throws.
+/// Chooses the backend for all kernels; asking for one the build does not have throws.
 inline void set_gemm_backend(GemmBackend backend) {
   if (backend == GemmBackend::blas && !has_blas_backend)
     throw std::invalid_argument("shardwise::set_gemm_backend: this build has no BLAS (configure with -Dblas=enabled)");
+  if (backend == GemmBackend::eigen && !has_eigen_backend)
+    throw std::invalid_argument("shardwise::set_gemm_backend: this build multiplies with its BLAS only; define "
+                                "SHARDWISE_EIGEN_GEMM=1 to compile Eigen's kernel too");
   detail::gemm_backend_setting().store(backend, std::memory_order_relaxed);
 }
 
@@ -89,28 +105,6 @@ struct block_ref {
   }
 };
 
-#if SHARDWISE_HAS_BLAS
-/// C (order OC, leading dimension ldc) = A * B + beta C through CBLAS, in C's storage order.
-template <typename Scalar, int OA, int OB, int OC>
-void blas_gemm(Scalar* c, std::int64_t ldc, block_ref<Scalar, OA> a, block_ref<Scalar, OB> b, Scalar beta) {
-  constexpr auto int_max = std::numeric_limits<int>::max();
-  if (a.rows > int_max || b.cols > int_max || a.cols > int_max || a.stride > int_max || b.stride > int_max ||
-      ldc > int_max)
-    throw std::length_error("shardwise: a block is too large for a 32-bit BLAS");
-  const auto layout = OC == Eigen::RowMajor ? CblasRowMajor : CblasColMajor;
-  // A block stored in the other order is the transpose of one stored in C's order.
-  const auto op_a = OA == OC ? CblasNoTrans : CblasTrans;
-  const auto op_b = OB == OC ? CblasNoTrans : CblasTrans;
-  const int m = static_cast<int>(a.rows), n = static_cast<int>(b.cols), k = static_cast<int>(a.cols);
-  if constexpr (std::is_same_v<Scalar, double>)
-    cblas_dgemm(layout, op_a, op_b, m, n, k, 1.0, a.data, static_cast<int>(a.stride), b.data,
-                static_cast<int>(b.stride), beta, c, static_cast<int>(ldc));
-  else
-    cblas_sgemm(layout, op_a, op_b, m, n, k, 1.0f, a.data, static_cast<int>(a.stride), b.data,
-                static_cast<int>(b.stride), beta, c, static_cast<int>(ldc));
-}
-#endif
-
 /// The other storage order.
 constexpr int flip_order(int order) { return order == Eigen::RowMajor ? Eigen::ColMajor : Eigen::RowMajor; }
 
@@ -124,32 +118,6 @@ block_ref<Scalar, flip_order(Order)> transpose(block_ref<Scalar, Order> x) {
 template <typename Scalar, int O>
 block_ref<Scalar, flip_order(O)> transposed(const Scalar* data, std::int64_t rows, std::int64_t cols) {
   return block_ref<Scalar, flip_order(O)>::whole(data, cols, rows);
-}
-
-/// C = A * B, or C += A * B; C is an m x n block in order OC whose columns (column-major) or
-/// rows (row-major) are `ldc` elements apart (0: contiguous).
-///
-/// Compile time: GEMM instantiations dominate the kernels' compile time, so every call ends in
-/// one of at most four per scalar type (the orders of A and B; C column-major, += only). A
-/// row-major C is the column-major C^T = B^T A^T, the same memory; C = A B is C := 0, then
-/// C += A B, which is what Eigen itself does for products past its small-size path.
-template <typename Scalar, int OA, int OB, int OC>
-void gemm(Scalar* c, block_ref<Scalar, OA> a, block_ref<Scalar, OB> b, bool accumulate, std::int64_t ldc = 0) {
-  if constexpr (OC == Eigen::RowMajor) {
-    gemm<Scalar, flip_order(OB), flip_order(OA), Eigen::ColMajor>(c, transpose(b), transpose(a), accumulate, ldc);
-  } else {
-    const std::int64_t ld = ldc > 0 ? ldc : std::max<std::int64_t>(1, a.rows);
-#if SHARDWISE_HAS_BLAS
-    if (gemm_backend() == GemmBackend::blas) {
-      blas_gemm<Scalar, OA, OB, OC>(c, ld, a, b, accumulate ? Scalar(1) : Scalar(0));
-      return;
-    }
-#endif
-    using matrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor>;
-    Eigen::Map<matrix, Eigen::Unaligned, Eigen::OuterStride<>> cm(c, a.rows, b.cols, Eigen::OuterStride<>(ld));
-    if (!accumulate) cm.setZero();
-    cm.noalias() += a.map() * b.map();
-  }
 }
 
 /// A matrix whose storage order is known only at run time: element (i, j) at
@@ -166,28 +134,82 @@ struct matrix_view {
   [[nodiscard]] matrix_view middle_cols(std::int64_t first, std::int64_t count) const {
     return {data + (row_major ? first : first * ld), rows, count, ld, row_major};
   }
+  /// The same memory read in the other order.
+  [[nodiscard]] matrix_view transposed() const { return {data, cols, rows, ld, !row_major}; }
   template <int Order>
   [[nodiscard]] block_ref<std::remove_const_t<Scalar>, Order> as() const {
     return {data, rows, cols, ld};
   }
 };
 
-/// C = A * B (or +=) on matrices whose orders are run-time values: one of the compiled
-/// instantiations above, chosen by the orders.
+#if SHARDWISE_HAS_BLAS
+/// C = A * B + beta C through CBLAS, which takes the storage orders as run-time values.
+template <typename Scalar>
+void blas_gemm(matrix_view<Scalar> c, matrix_view<const Scalar> a, matrix_view<const Scalar> b, Scalar beta) {
+  constexpr auto int_max = std::numeric_limits<int>::max();
+  if (a.rows > int_max || b.cols > int_max || a.cols > int_max || a.ld > int_max || b.ld > int_max || c.ld > int_max)
+    throw std::length_error("shardwise: a block is too large for a 32-bit BLAS");
+  const auto layout = c.row_major ? CblasRowMajor : CblasColMajor;
+  // A block stored in the other order is the transpose of one stored in C's order.
+  const auto op_a = a.row_major == c.row_major ? CblasNoTrans : CblasTrans;
+  const auto op_b = b.row_major == c.row_major ? CblasNoTrans : CblasTrans;
+  const int m = static_cast<int>(a.rows), n = static_cast<int>(b.cols), k = static_cast<int>(a.cols);
+  if constexpr (std::is_same_v<Scalar, double>)
+    cblas_dgemm(layout, op_a, op_b, m, n, k, 1.0, a.data, static_cast<int>(a.ld), b.data, static_cast<int>(b.ld), beta,
+                c.data, static_cast<int>(c.ld));
+  else
+    cblas_sgemm(layout, op_a, op_b, m, n, k, 1.0f, a.data, static_cast<int>(a.ld), b.data, static_cast<int>(b.ld),
+                beta, c.data, static_cast<int>(c.ld));
+}
+#endif
+
+#if SHARDWISE_EIGEN_GEMM
+/// C (column-major) += A * B with Eigen's kernel: at most four instantiations per scalar type,
+/// for the orders of A and B (a row-major C is the column-major C^T = B^T A^T, the same memory).
+template <typename Scalar, int OA, int OB>
+void eigen_gemm(matrix_view<Scalar> c, matrix_view<const Scalar> a, matrix_view<const Scalar> b) {
+  using matrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor>;
+  Eigen::Map<matrix, Eigen::Unaligned, Eigen::OuterStride<>> cm(c.data, c.rows, c.cols, Eigen::OuterStride<>(c.ld));
+  cm.noalias() += a.template as<OA>().map() * b.template as<OB>().map();
+}
+#endif
+
+/// C = A * B, or C += A * B, on matrices whose storage orders are run-time values.
 template <typename Scalar>
 void gemm(matrix_view<Scalar> c, matrix_view<const Scalar> a, matrix_view<const Scalar> b, bool accumulate) {
-  constexpr int row = Eigen::RowMajor, col = Eigen::ColMajor;
-  const int key = (a.row_major ? 4 : 0) + (b.row_major ? 2 : 0) + (c.row_major ? 1 : 0);
-  switch (key) {
-    case 0: return gemm<Scalar, col, col, col>(c.data, a.template as<col>(), b.template as<col>(), accumulate, c.ld);
-    case 1: return gemm<Scalar, col, col, row>(c.data, a.template as<col>(), b.template as<col>(), accumulate, c.ld);
-    case 2: return gemm<Scalar, col, row, col>(c.data, a.template as<col>(), b.template as<row>(), accumulate, c.ld);
-    case 3: return gemm<Scalar, col, row, row>(c.data, a.template as<col>(), b.template as<row>(), accumulate, c.ld);
-    case 4: return gemm<Scalar, row, col, col>(c.data, a.template as<row>(), b.template as<col>(), accumulate, c.ld);
-    case 5: return gemm<Scalar, row, col, row>(c.data, a.template as<row>(), b.template as<col>(), accumulate, c.ld);
-    case 6: return gemm<Scalar, row, row, col>(c.data, a.template as<row>(), b.template as<row>(), accumulate, c.ld);
-    default: return gemm<Scalar, row, row, row>(c.data, a.template as<row>(), b.template as<row>(), accumulate, c.ld);
+#if SHARDWISE_HAS_BLAS
+  if (!has_eigen_backend || gemm_backend() == GemmBackend::blas) return blas_gemm(c, a, b, accumulate ? Scalar(1) : Scalar(0));
+#endif
+#if SHARDWISE_EIGEN_GEMM
+  if (c.row_major) {  // C^T = B^T A^T, column-major
+    const matrix_view<const Scalar> a_t = b.transposed(), b_t = a.transposed();
+    a = a_t;
+    b = b_t;
+    c = c.transposed();
   }
+  // C = A B is C := 0, then C += A B, which is what Eigen itself does past its small-size path.
+  if (!accumulate)
+    for (std::int64_t j = 0; j < c.cols; ++j) std::fill_n(c.data + j * c.ld, c.rows, Scalar(0));
+  constexpr int row = Eigen::RowMajor, col = Eigen::ColMajor;
+  if (a.row_major) {
+    if (b.row_major) eigen_gemm<Scalar, row, row>(c, a, b);
+    else eigen_gemm<Scalar, row, col>(c, a, b);
+  } else {
+    if (b.row_major) eigen_gemm<Scalar, col, row>(c, a, b);
+    else eigen_gemm<Scalar, col, col>(c, a, b);
+  }
+#endif
+}
+
+/// The same for blocks whose orders are compile-time values; C is contiguous in order OC
+/// unless `ldc` says how far apart its columns (column-major) or rows (row-major) are.
+template <typename Scalar, int OA, int OB, int OC>
+void gemm(Scalar* c, block_ref<Scalar, OA> a, block_ref<Scalar, OB> b, bool accumulate, std::int64_t ldc = 0) {
+  constexpr bool row = OC == Eigen::RowMajor;
+  const std::int64_t ld = ldc > 0 ? ldc : std::max<std::int64_t>(1, row ? b.cols : a.rows);
+  gemm<Scalar>(matrix_view<Scalar>{c, a.rows, b.cols, ld, row},
+               matrix_view<const Scalar>{a.data, a.rows, a.cols, a.stride, OA == Eigen::RowMajor},
+               matrix_view<const Scalar>{b.data, b.rows, b.cols, b.stride, OB == Eigen::RowMajor}, accumulate);
 }
 
 }  // namespace detail

@@ -4,10 +4,12 @@
 // collective or a GEMM, and unpacking a result into the order its owner stores it in.
 // Dimensions that stay next to each other in both orders are merged and dimensions of
 // extent 1 dropped first, so most packs end as one contiguous copy or one 2-D transpose
-// (an Eigen assignment); what is left loops over the outer dimensions.
+// (copied in cache-sized tiles); what is left loops over the outer dimensions. Plain loops,
+// not Eigen expressions: every translation unit compiles these, and loops are cheap to
+// compile and vectorize as well.
 #pragma once
 
-#include <Eigen/Core>
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -15,6 +17,32 @@
 #include "shardwise/layout.hpp"
 
 namespace shardwise::detail {
+
+/// to (rows x cols, row-major, contiguous) = the matrix whose element (i, j) is
+/// from[i * row_stride + j * col_stride].
+template <typename Scalar>
+void copy_strided(const Scalar* from, std::int64_t row_stride, std::int64_t col_stride, Scalar* to, std::int64_t rows,
+                  std::int64_t cols) {
+  if (col_stride == 1) {
+    for (std::int64_t i = 0; i < rows; ++i)
+      std::memcpy(to + i * cols, from + i * row_stride, static_cast<std::size_t>(cols) * sizeof(Scalar));
+    return;
+  }
+  // A transpose: tiles small enough that the strided reads stay in cache.
+  constexpr std::int64_t tile = 32;
+  for (std::int64_t i0 = 0; i0 < rows; i0 += tile)
+    for (std::int64_t j0 = 0; j0 < cols; j0 += tile) {
+      const std::int64_t i1 = std::min(rows, i0 + tile), j1 = std::min(cols, j0 + tile);
+      for (std::int64_t i = i0; i < i1; ++i)
+        for (std::int64_t j = j0; j < j1; ++j) to[i * cols + j] = from[i * row_stride + j * col_stride];
+    }
+}
+
+/// into[i] += from[i] for n elements.
+template <typename Scalar>
+void add_into(Scalar* into, const Scalar* from, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) into[i] += from[i];
+}
 
 /// Copies a block of `extents` stored in `from_order` at `from` into `to_order` at `to`.
 template <typename Scalar>
@@ -47,9 +75,7 @@ void permute_copy(const Scalar* from, const dim_order& from_order, Scalar* to, c
     for (std::int64_t i = 0; i < extent[0]; ++i) to[i] = from[i * stride[0]];
     return;
   }
-  // The two innermost destination dimensions form a matrix copied by Eigen; loop over the rest.
-  using matrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-  using source_map = Eigen::Map<const matrix, Eigen::Unaligned, Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>>;
+  // The two innermost destination dimensions form a matrix; loop over the rest.
   const std::int64_t rows = extent[static_cast<std::size_t>(n - 2)], cols = extent[static_cast<std::size_t>(n - 1)];
   const std::int64_t row_stride = stride[static_cast<std::size_t>(n - 2)], col_stride = stride[static_cast<std::size_t>(n - 1)];
   const std::int64_t outer = total / (rows * cols);
@@ -57,8 +83,7 @@ void permute_copy(const Scalar* from, const dim_order& from_order, Scalar* to, c
   for (std::int64_t block = 0; block < outer; ++block) {
     std::int64_t offset = 0;
     for (int k = 0; k < n - 2; ++k) offset += index[static_cast<std::size_t>(k)] * stride[static_cast<std::size_t>(k)];
-    Eigen::Map<matrix>(to + block * rows * cols, rows, cols) =
-        source_map(from + offset, rows, cols, Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>(row_stride, col_stride));
+    copy_strided(from + offset, row_stride, col_stride, to + block * rows * cols, rows, cols);
     for (int k = n - 3; k >= 0; --k) {  // next outer index, last one fastest
       if (++index[static_cast<std::size_t>(k)] < extent[static_cast<std::size_t>(k)]) break;
       index[static_cast<std::size_t>(k)] = 0;

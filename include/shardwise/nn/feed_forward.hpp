@@ -250,14 +250,14 @@ class FeedForward {
     const auto e = detail::ffn_extents::of(shape);
     // X, W1 and W2 as the GEMMs see them (gathered where the plan says so).
     cache.x_.resize(static_cast<std::size_t>(count(data.xg, e.hidden[0])));
-    run(gather_x, {{{}, {}, e.hidden[0]}}, {nullptr, nullptr, x.local().data(), cache.x_.data()});
-    const Scalar* w1 = gathered(gather_w1, weights_.w1, data.w1g, e.hidden[1], w1_gathered_);
-    const Scalar* w2 = gathered(gather_w2, weights_.w2, data.w2g, e.output[1], w2_gathered_);
+    run<gather_x>({{{}, {}, e.hidden[0]}}, {nullptr, nullptr, x.local().data(), cache.x_.data()});
+    const Scalar* w1 = gathered<gather_w1>(weights_.w1, data.w1g, e.hidden[1], w1_gathered_);
+    const Scalar* w2 = gathered<gather_w2>(weights_.w2, data.w2g, e.output[1], w2_gathered_);
 
     // H = ReLU(X W1 + b1).
     const std::int64_t tokens = hidden_tokens(shape), h_local = local_hidden_width();
     cache.h_.resize(static_cast<std::size_t>(tokens * h_local));
-    run(hidden, e.hidden, {cache.x_.data(), w1, nullptr, cache.h_.data()});
+    run<hidden>(e.hidden, {cache.x_.data(), w1, nullptr, cache.h_.data()});
     auto h = hidden_matrix(cache.h_.data(), tokens);
     h.rowwise() += weights_.b1.local().row(0);
     h = h.cwiseMax(Scalar(0));
@@ -265,7 +265,7 @@ class FeedForward {
     cache.seq_ = shape.s;
 
     // Y = H W2, reduced as the plan says, then + b2.
-    run(output, e.output, {cache.h_.data(), w2, nullptr, y.local().data()});
+    run<output>(e.output, {cache.h_.data(), w2, nullptr, y.local().data()});
     y.local().rowwise() += weights_.b2.local().row(0);
   }
 
@@ -297,28 +297,27 @@ class FeedForward {
     const detail::block_geometry geo = groups_.geometry();
     const auto dyg_extents = detail::local_extents(data.dyg, e.hidden_gradient[0], geo);
     Scalar* dyg = detail::scratch<Scalar>(detail::Slot::layer_0, detail::element_count(dyg_extents, 3));
-    run(gather_dy, {{{}, {}, e.hidden_gradient[0]}}, {nullptr, nullptr, dy.local().data(), dyg});
+    run<gather_dy>({{{}, {}, e.hidden_gradient[0]}}, {nullptr, nullptr, dy.local().data(), dyg});
 
     // db2: column sums of this rank's b2 columns of dY.
     {
       const std::int64_t dyg_tokens = dyg_extents[0] * dyg_extents[1], dyg_m = dyg_extents[2];
       const std::int64_t first = geo.offset(m_, data.b2) - geo.offset(m_, data.dyg.dim(2));
-      add_bias_gradient(
-          b2_reduction, activation_matrix<odyg>(dyg, dyg_tokens, dyg_m).middleCols(first, gradients_.b2.local().cols()),
-          gradients_.b2);
+      add_bias_gradient<b2_reduction>(
+          activation_matrix<odyg>(dyg, dyg_tokens, dyg_m).middleCols(first, gradients_.b2.local().cols()), gradients_.b2);
     }
     // dW2 += H^T dY.
-    run(w2_gradient, e.w2_gradient, {cache.h_.data(), dyg, nullptr, gradients_.w2.local().data(), true});
+    run<w2_gradient>(e.w2_gradient, {cache.h_.data(), dyg, nullptr, gradients_.w2.local().data(), true});
     // dH = dY W2^T, through the ReLU mask.
     Scalar* dh_data = detail::scratch<Scalar>(detail::Slot::layer_1, tokens * h_local);
-    run(hidden_gradient, e.hidden_gradient, {dyg, w2, nullptr, dh_data});
+    run<hidden_gradient>(e.hidden_gradient, {dyg, w2, nullptr, dh_data});
     auto dh = hidden_matrix(dh_data, tokens);
     dh = (hidden_matrix(cache.h_.data(), tokens).array() > Scalar(0)).select(dh, Scalar(0));
     // db1 and dW1 += X^T dH.
-    add_bias_gradient(b1_reduction, dh, gradients_.b1);
-    run(w1_gradient, e.w1_gradient, {cache.x_.data(), dh_data, nullptr, gradients_.w1.local().data(), true});
+    add_bias_gradient<b1_reduction>(dh, gradients_.b1);
+    run<w1_gradient>(e.w1_gradient, {cache.x_.data(), dh_data, nullptr, gradients_.w1.local().data(), true});
     // dX = dH W1^T, reduced as the plan says.
-    if (dx != nullptr) run(input_gradient, e.input_gradient, {dh_data, w1, nullptr, dx->local().data()});
+    if (dx != nullptr) run<input_gradient>(e.input_gradient, {dh_data, w1, nullptr, dx->local().data()});
   }
 
   /// This rank's shards of W1, b1, W2, b2.
@@ -353,8 +352,9 @@ class FeedForward {
  private:
   using row_matrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
-  void run(const detail::program& p, const detail::operand_extents& extents, const detail::operation_io<Scalar>& io) {
-    detail::execute<Scalar>(p, groups_.state("FeedForward"), extents, io);
+  template <const detail::program& P>
+  void run(const detail::operand_extents& extents, const detail::operation_io<Scalar>& io) {
+    detail::execute<P, Scalar>(groups_.state("FeedForward"), extents, io);
   }
 
   template <typename Tensor>
@@ -363,13 +363,16 @@ class FeedForward {
   }
 
   /// The weight as the GEMMs see it: gathered into `buffer` when the plan says so.
-  template <typename Weight>
-  const Scalar* gathered(const detail::program& gather, const Weight& weight, const detail::tensor_axes& axes,
-                         const detail::tensor_extents& global, std::vector<Scalar>& buffer) {
-    if (gather.steps.empty()) return weight.local().data();
-    buffer.resize(static_cast<std::size_t>(count(axes, global)));
-    run(gather, {{{}, {}, global}}, {nullptr, nullptr, weight.local().data(), buffer.data()});
-    return buffer.data();
+  template <const detail::program& Gather, typename Weight>
+  const Scalar* gathered(const Weight& weight, const detail::tensor_axes& axes, const detail::tensor_extents& global,
+                         std::vector<Scalar>& buffer) {
+    if constexpr (Gather.steps.empty()) {
+      return weight.local().data();
+    } else {
+      buffer.resize(static_cast<std::size_t>(count(axes, global)));
+      run<Gather>({{{}, {}, global}}, {nullptr, nullptr, weight.local().data(), buffer.data()});
+      return buffer.data();
+    }
   }
 
   /// Tokens of H on this rank (H's b and s blocks).
@@ -393,11 +396,11 @@ class FeedForward {
   }
 
   /// gradient += the column sums of `values`, AllReduced over the token axes first (`reduction`).
-  template <typename Values, typename Gradient>
-  void add_bias_gradient(const detail::program& reduction, const Values& values, Gradient& gradient) {
+  template <const detail::program& Reduction, typename Values, typename Gradient>
+  void add_bias_gradient(const Values& values, Gradient& gradient) {
     bias_sums_.resize(static_cast<std::size_t>(values.cols()));
     Eigen::Map<Eigen::Matrix<Scalar, 1, Eigen::Dynamic>>(bias_sums_.data(), values.cols()) = values.colwise().sum();
-    run(reduction, {{{}, {}, {gradient.cols()}}}, {nullptr, nullptr, bias_sums_.data(), gradient.local().data(), true});
+    run<Reduction>({{{}, {}, {gradient.cols()}}}, {nullptr, nullptr, bias_sums_.data(), gradient.local().data(), true});
   }
 
   template <typename Matrix>

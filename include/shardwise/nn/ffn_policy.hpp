@@ -14,8 +14,8 @@
 //   MegatronSP  [-, t, -]  [-, t]   [t, -]   = X  AG X(s)/t, RS Y(s)/t           AG dY(s)/t, RS dX(s)/t
 //
 // (AG = AllGather along the named dimension, RS = ReduceScatter, AR = AllReduce, over the
-// named axes; a, b, t are non-empty lists of mesh axes.) GSPMD is the seed's policy on a
-// 2-D mesh; MegatronTP is Megatron-LM's column- then row-parallel MLP; MegatronSP its
+// named axes; a, b, t are non-empty lists of mesh axes.) GSPMD is the GSPMD-style policy on
+// a 2-D mesh (activations split by batch and model, weights by both); MegatronTP is Megatron-LM's column- then row-parallel MLP; MegatronSP its
 // sequence-parallel form.
 //
 // The table is not written down anywhere else: every entry comes out of the one contraction
@@ -61,7 +61,7 @@ namespace shardwise {
 namespace ffn_policy {
 /// Every tensor whole on every rank: local math only.
 struct Unsharded { static constexpr std::string_view name = "Unsharded"; };
-/// The seed's policy on a 2-D mesh: X=[a,-,b], W1=[a,b], W2=[b,a], Y=[a,-,b].
+/// GSPMD-style on a 2-D mesh: X=[a,-,b], W1=[a,b], W2=[b,a], Y=[a,-,b].
 struct GSPMD { static constexpr std::string_view name = "GSPMD"; };
 /// Megatron tensor parallel: W1 split by columns, W2 by rows; one AllReduce each way.
 struct MegatronTP { static constexpr std::string_view name = "MegatronTP"; };

@@ -1,21 +1,21 @@
 /// @file
 /// shardwise/nn/mlp.hpp: pipeline stages (Dense+ReLU, and a sharded FeedForward) and the
-/// pipelined MLP of seed 004.
+/// pipelined MLP (S Dense+ReLU stages, MSE loss on the last).
 ///
 /// ```cpp
 ///   using P = sw::Pipeline<4, 8, sw::schedule::OneFOneB>;
 ///   sw::PipelinedMlp<double, P> mlp(groups, "pp", weights, biases);   // stage = my index on "pp"
 ///   sw::Adam<double> adam(1e-3);
 ///   double loss = mlp.train_step(rows, inputs, targets, adam);        // accumulate, then one update
-///   mlp.train_step(rows, inputs, targets, adam, sw::UpdateMode::per_micro_batch);  // the seed's way
+///   mlp.train_step(rows, inputs, targets, adam, sw::UpdateMode::per_micro_batch);  // update after each micro-batch
 /// ```
 ///
 /// PipelinedMlp: S Dense+ReLU layers, layer i on stage i of a mesh axis, y = ReLU(x W + b)
-/// everywhere (the last layer too, as in the seed), MSE loss on the last stage. In the
+/// everywhere (the last layer too), MSE loss on the last stage. In the
 /// default mode the gradients of the R micro-batches are accumulated (each weighted by
 /// 1 / (rows * width), so the sum is the gradient of the batch's mean squared error) and
 /// every stage then makes one optimizer step: the result equals serial training on the
-/// whole batch. UpdateMode::per_micro_batch is the seed's behaviour: each stage updates its
+/// whole batch. UpdateMode::per_micro_batch is the other common behaviour: each stage updates its
 /// layer right after the backward of every micro-batch, with that micro-batch's own mean
 /// squared error, so later forwards (and backwards) see weights that earlier micro-batches
 /// already changed, exactly in the order the schedule runs them.
@@ -212,10 +212,10 @@ class FeedForwardStage {
 /// When the optimizer runs during a training step.
 enum class UpdateMode {
   per_batch,        ///< accumulate the R micro-batches' gradients, then one step (= serial training)
-  per_micro_batch,  ///< the seed: a step after every micro-batch's backward, on each stage
+  per_micro_batch,  ///< a step after every micro-batch's backward, on each stage
 };
 
-/// The pipelined MLP of seed 004: S Dense+ReLU layers on the S ranks of a mesh axis.
+/// The pipelined MLP: S Dense+ReLU layers on the S ranks of a mesh axis.
 template <typename Scalar, typename P>
 class PipelinedMlp {
  public:

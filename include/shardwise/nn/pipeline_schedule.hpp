@@ -9,8 +9,8 @@
 /// forward of r).
 ///
 /// Pipeline<S, R, Schedule> holds, for every stage and cycle, whether the stage
-/// runs a forward, a backward or nothing, and on which micro-batch (the seed's
-/// PipelineStage status). The tables come from closed-form cycle formulas and are
+/// runs a forward, a backward or nothing, and on which micro-batch (a pipeline
+/// stage's status). The tables come from closed-form cycle formulas and are
 /// checked by static_assert for every instantiation: each micro-batch is forwarded
 /// and backwarded exactly once per stage, the dependencies above hold, and no stage
 /// does two things in one cycle. Pure compile-time: no MPI, no Eigen.
@@ -49,9 +49,9 @@ namespace schedule {
 /// GPipe: every stage runs all R forwards, then all R backwards.
 ///
 /// Stage i runs the forward of micro-batch r at cycle i + r and its backward at
-/// cycle R + 2S - 2 - i + r (DESIGN.md). The backward wave starts on the last
+/// cycle R + 2S - 2 - i + r. The backward wave starts on the last
 /// stage the cycle after its last forward (R + S - 2) and climbs one stage per
-/// cycle. The seed wrote 2(R - 1) - i + r, which equals this only when R = 2S.
+/// cycle. (The often-quoted 2(R - 1) - i + r equals this only when R = 2S.)
 /// Makespan 2(R + S - 1); every stage keeps all R activations at its peak.
 struct GPipe {
   /// The schedule's name, for messages and benchmark labels.
@@ -379,12 +379,11 @@ class Pipeline {
     return static_cast<double>(idle) / static_cast<double>(steps_.steps.size());
   }
 
-  /// The view of one stage, the seed's PipelineStage.
+  /// The view of one stage: what it does in each cycle.
   [[nodiscard]] static constexpr Stage stage(int index) { return Stage(index); }
 };
 
-/// One stage of a Pipeline: what it does in each cycle (the seed's PipelineStage
-/// status), corrected to the schedule's tables.
+/// One stage of a Pipeline: what it does in each cycle, read off the schedule's tables.
 template <typename P>
 class PipelineStage {
  public:

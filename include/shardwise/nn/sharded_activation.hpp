@@ -125,9 +125,8 @@ class ShardedActivation {
   /// The whole activation on every rank of the group over the axes Sh names (collective there).
   [[nodiscard]] global_matrix to_global() const {
     global_matrix global(b_ * s_, m_);
-    detail::execute<Scalar>(detail::reshard_program<M, Sh, replicated_sharding_t<3>, detail::activation_order(storage_order),
-                                                    detail::activation_order(Eigen::ColMajor)>,
-                            groups_.state("to_global"), {{{}, {}, {b_, s_, m_}}},
+    detail::execute<detail::reshard_program<M, Sh, replicated_sharding_t<3>, detail::activation_order(storage_order),
+                                            detail::activation_order(Eigen::ColMajor)>, Scalar>(groups_.state("to_global"), {{{}, {}, {b_, s_, m_}}},
                             {nullptr, nullptr, block_.data(), global.data()});
     return global;
   }

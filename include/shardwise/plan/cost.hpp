@@ -78,11 +78,11 @@ constexpr Traffic step_traffic(const Step& step, const operand_axes& state, cons
     case StepKind::local_gemm:
       return {};
     case StepKind::summa_gemm: {
-      // A[m, k] panels travel over `axes` (A's k split), B[k, n] panels over `axes2` (B's k split).
+      // A[m, k] panels travel over `axes` (A's k split), B[k, n] panels over `b_axes` (B's k split).
       const tensor_axes &a = state[Operand::A], &b = state[Operand::B];
       const std::int64_t m_local = geo.extent(global[0][0], a.dim(0));
       const std::int64_t n_local = geo.extent(global[1][1], b.dim(1));
-      const int b_group = geo.group_size(step.axes2), b_rank = geo.group_rank(step.axes2);
+      const int b_group = geo.group_size(step.b_axes), b_rank = geo.group_rank(step.b_axes);
       Traffic total;
       for_each_summa_panel(global[0][1], group, b_group, panel_width, [&](const summa_panel& p) {
         total += chain_broadcast_traffic(m_local * p.width, group, rank, p.a_root, scalar_bytes);

@@ -65,7 +65,7 @@ inline std::string describe_step(const Step& s, const plan_names& names, std::sp
     case StepKind::summa_gemm:
       return cat("SUMMA: Broadcast ", names.operands[0], " panels along ", std::string_view(&names.dims[0][1], 1),
                  " over ", axes, " and ", names.operands[1], " panels along ", std::string_view(&names.dims[1][0], 1),
-                 " over ", axes_text_of(s.axes2, axis_names), ", GEMM per panel");
+                 " over ", axes_text_of(s.b_axes, axis_names), ", GEMM per panel");
   }
   return {};
 }

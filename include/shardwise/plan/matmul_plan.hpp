@@ -1,8 +1,7 @@
 // shardwise/plan/matmul_plan.hpp: which matmul kernel runs, and what it communicates.
 //
 // C[m, n] = A[m, k] * B[k, n] is the contraction "mk,kn->mn" (contraction.hpp). From the
-// mesh and the shardings of A and B the compiler also names its policy family, the seed's
-// vocabulary: Unsharded, MatchedInner, UnmatchedInner, Outer, Full. matmul_plan holds the
+// mesh and the shardings of A and B the compiler also names its policy family: Unsharded, MatchedInner, UnmatchedInner, Outer, Full. matmul_plan holds the
 // schedule (constexpr data), the cost model, the footprint and describe(); the executor
 // (kernels/executor.hpp) runs that same schedule. Pure compile-time: no MPI, no Eigen.
 #pragma once

@@ -50,6 +50,9 @@ struct program {
   std::array<lowered_step, Schedule::capacity()> lowered{};
   dim_order final_order{};  ///< C after the last step; copied into the result when it differs
   std::array<std::array<GemmRole, max_tensor_rank>, 3> roles{};  ///< of each dimension of A, B, C
+  /// Whether a step fuses the contraction with communication (ring, SUMMA): only the
+  /// executors of such programs compile those kernels.
+  bool fused = false;
 };
 
 namespace lowering {
@@ -207,6 +210,7 @@ constexpr program lower(const Schedule& steps, const operand_axes& start, const 
     }
   }
   p.final_order = current[ic];
+  for (const Step& s : steps) p.fused = p.fused || (contracts(s.kind) && s.kind != StepKind::local_gemm);
   return p;
 }
 

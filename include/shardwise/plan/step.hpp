@@ -30,7 +30,7 @@ enum class StepKind : unsigned char {
   local_gemm,                ///< C (or a partial C) = the local contraction of A and B
   ring_all_gather_gemm,      ///< ring AllGather of `operand` along `dim` over `axes`, a GEMM per block in hand
   ring_gemm_reduce_scatter,  ///< GEMM chunk by chunk while a ring ReduceScatters C along `dim` over `axes`
-  summa_gemm,                ///< broadcast A panels over `axes`, B panels over `axes2`, a GEMM per panel
+  summa_gemm,                ///< broadcast A panels over `axes`, B panels over `b_axes`, a GEMM per panel
 };
 
 /// The operands of one operation: the inputs A and B of a contraction and its result C (C is
@@ -38,13 +38,14 @@ enum class StepKind : unsigned char {
 enum class Operand : unsigned char { A, B, C };
 
 /// One step. `dim` is a dimension of `operand` (for a matmul, A[m, k]: 1 is k; B[k, n]: 0 is
-/// k; C[m, n]: 0 is m); `axes` (and `axes2`) are mesh axis indices, major first.
+/// k; C[m, n]: 0 is m). `axes` are the mesh axes (indices, major first) the step works over;
+/// a step that moves pieces of both A and B (SUMMA) moves A's over `axes` and B's over `b_axes`.
 struct Step {
   StepKind kind{};
   Operand operand = Operand::C;
   int dim = -1;
   detail::axis_list axes{};
-  detail::axis_list axes2{};
+  detail::axis_list b_axes{};
   friend constexpr bool operator==(const Step&, const Step&) = default;
 };
 
