@@ -1,8 +1,8 @@
 // overhead_bench: the per-call cost of the library. An 8 x 8 matmul per policy, next to
 // the raw MPI collectives its schedule performs (no GEMM), on the ranks it is started with
 // (2 in benchmarks/run). Each timed iteration is a batch of calls; the reported time is per
-// call. overhead/shardwise_unchecked/... is the same call with the cross-rank shape check
-// (one small all-reduce) switched off. Unsharded communicates nothing; its baseline is the
+// call. overhead/shardwise_unchecked/... is the same call at CheckLevel::local: without the
+// cross-rank agreement on the shapes (one small all-reduce). Unsharded communicates nothing; its baseline is the
 // same 8 x 8 GEMM written by hand.
 #include <mpi.h>
 
@@ -55,9 +55,9 @@ void library(benchmark::State& state, M mesh, bool checked) {
   sw::ShardedMatrix<double, M, typename Plan::output_sharding> c(groups, n, n);
   a.local().setRandom();
   b.local().setRandom();
-  sw::cross_rank_shape_checks() = checked;
+  sw::check_level() = checked ? sw::CheckLevel::cross_rank : sw::CheckLevel::local;
   time_per_call(state, [&] { sw::matmul_into(c, a, b, V{}); });
-  sw::cross_rank_shape_checks() = true;
+  sw::check_level() = sw::CheckLevel::cross_rank;
 }
 
 /// The raw collectives of each schedule on 8 x 8 doubles (P ranks, 1-D or P x 1).

@@ -37,11 +37,11 @@ struct Tour {
     const auto sa = sw::ShardedMatrix<double, Grid, ShA>::distribute(groups, a);
     const auto sb = sw::ShardedMatrix<double, Grid, ShB>::distribute(groups, b);
 
-    sw::cross_rank_shape_checks() = false;  // count the schedule alone
+    sw::check_level() = sw::CheckLevel::local;  // count the schedule alone
     const sw::Traffic before = counters.total();
     const auto c = sw::matmul<ReplicatedC>(sa, sb);
     const sw::Traffic measured = counters.total() - before;
-    sw::cross_rank_shape_checks() = true;
+    sw::check_level() = sw::CheckLevel::cross_rank;
 
     const sw::Traffic modeled = Plan::traffic(groups.mesh(), groups.coordinate(), shape, sizeof(double));
     long long busiest[2] = {measured.bytes, modeled.bytes};

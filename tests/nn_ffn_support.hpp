@@ -65,6 +65,7 @@ FfnCaseResult run_ffn_case(ProcessGroupMesh<M>& groups, FfnShape shape, std::uin
   result.tolerance = std::is_same_v<Scalar, double> ? 1e-12 : 1e-4;
   const CommCounters zero{};
   const CommCounters& c = counters ? *counters : zero;
+
   const CommCounters start = c;
   const auto y = layer.forward(x, cache);
   const CommCounters after_forward = c;

@@ -6,6 +6,7 @@
 
 #include <random>
 
+#include "local_checks.hpp"
 #include "matmul_cases.hpp"
 #include "mpi_support.hpp"
 
@@ -14,17 +15,10 @@ using namespace sw::testing;
 
 namespace {
 
-struct NoShapeChecks {
-  NoShapeChecks() { sw::cross_rank_shape_checks() = false; }
-  ~NoShapeChecks() { sw::cross_rank_shape_checks() = true; }
-  NoShapeChecks(const NoShapeChecks&) = delete;
-  NoShapeChecks& operator=(const NoShapeChecks&) = delete;
-};
-
 /// Runs one case on every rank; the worst error and whether every rank's traffic matched.
 template <typename M>
 void expect_case(CountedGroups<M>& g, const PlanCase<M>& c, sw::MatmulShape shape, std::uint64_t seed) {
-  NoShapeChecks quiet;
+  LocalChecks quiet;
   const CaseResult r = c.run(g.groups, shape, seed, g.counters.get());
   double worst_error = r.error;
   int all_ok[2] = {r.local_shape_ok ? 1 : 0, r.measured == r.modeled ? 1 : 0};
@@ -105,7 +99,7 @@ TEST(MatmulMpi, ShapesThatDifferAcrossRanksThrowOnEveryRank) {
   // ... and so does matmul, for matrices built with the check off.
   std::optional<sw::ShardedMatrix<double, Line, TS<R, R>>> a;
   {
-    NoShapeChecks quiet;
+    LocalChecks quiet;
     a.emplace(sw::ShardedMatrix<double, Line, TS<R, R>>::distribute(groups, random_matrix<double>(4, 4 + rank, 1)));
   }
   const auto b = sw::ShardedMatrix<double, Line, TS<R, R>>::distribute(groups, random_matrix<double>(4, 4, 2));

@@ -7,6 +7,7 @@
 #include <memory>
 #include <random>
 
+#include "local_checks.hpp"
 #include "matmul_cases.hpp"
 #include "shardwise/comm/virtual_cluster.hpp"
 
@@ -14,14 +15,6 @@ namespace sw = shardwise;
 using namespace sw::testing;
 
 namespace {
-
-/// Turns the cross-rank shape check off while counting (it adds one small all-reduce).
-struct NoShapeChecks {
-  NoShapeChecks() { sw::cross_rank_shape_checks() = false; }
-  ~NoShapeChecks() { sw::cross_rank_shape_checks() = true; }
-  NoShapeChecks(const NoShapeChecks&) = delete;
-  NoShapeChecks& operator=(const NoShapeChecks&) = delete;
-};
 
 std::string case_label(const std::string& name, int ranks, sw::MatmulShape shape, std::uint64_t seed) {
   return name + " on " + std::to_string(ranks) + " ranks, m=" + std::to_string(shape.m) + " k=" +
@@ -31,7 +24,7 @@ std::string case_label(const std::string& name, int ranks, sw::MatmulShape shape
 /// Runs `c` on every rank of a virtual cluster over `mesh` with a counting communicator.
 template <typename M>
 std::vector<CaseResult> run_on_cluster(const PlanCase<M>& c, const M& mesh, sw::MatmulShape shape, std::uint64_t seed) {
-  NoShapeChecks quiet;
+  LocalChecks quiet;
   std::vector<CaseResult> results(static_cast<std::size_t>(mesh.size()));
   sw::run_virtual_cluster(mesh.size(), [&](sw::VirtualCommunicator& comm) {
     const int rank = comm.rank();
@@ -153,7 +146,7 @@ template <typename ShA, typename ShB, typename ShC = sw::NaturalOutput, typename
 void expect_channels_match_model(const M& mesh, sw::MatmulShape shape) {
   using Plan = sw::matmul_plan<M, ShA, ShB, ShC, V>;
   SCOPED_TRACE(Plan::describe() + " on " + std::to_string(mesh.size()) + " ranks");
-  NoShapeChecks quiet;
+  LocalChecks quiet;
   sw::VirtualCluster cluster(mesh.size());
   std::vector<sw::Traffic> sent(static_cast<std::size_t>(mesh.size()));
   cluster.run([&](sw::VirtualCommunicator& comm) {
@@ -265,11 +258,12 @@ TEST(MatmulVirtual, ShapesThatDifferAcrossRanks) {
   expect_every_rank_throws<std::invalid_argument>(3, [](sw::VirtualCommunicator& comm) {
     sw::ProcessGroupMesh<Line> groups(std::move(comm), Line{3});
     std::optional<sw::ShardedMatrix<double, Line, TS<R, R>>> a;
-    sw::cross_rank_shape_checks() = false;
+    sw::check_level() = sw::CheckLevel::local;
     groups.world().barrier();
     a.emplace(sw::ShardedMatrix<double, Line, TS<R, R>>::distribute(groups, random_matrix<double>(4, 4 + groups.rank(), 1)));
     groups.world().barrier();
-    sw::cross_rank_shape_checks() = true;
+    sw::check_level() = sw::CheckLevel::cross_rank;  // shared by the rank threads: set it between barriers
+    groups.world().barrier();
     const auto b = sw::ShardedMatrix<double, Line, TS<R, R>>::distribute(groups, random_matrix<double>(4, 4, 2));
     (void)sw::matmul(*a, b);
   });

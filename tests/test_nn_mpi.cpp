@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "mpi_support.hpp"
+#include "local_checks.hpp"
 #include "nn_cases.hpp"
 #include "shardwise/comm/mpi.hpp"
 
@@ -19,6 +20,7 @@ namespace {
 
 template <typename M>
 void expect_ffn_case(CountedGroups<M>& g, const FfnCase<M>& c, sw::FfnShape shape, std::uint64_t seed) {
+  const LocalChecks counted_against_the_plan;
   const FfnCaseResult r = c.run(g.groups, shape, seed, g.counters.get());
   double worst = r.worst_error() / r.tolerance;
   int ok[3] = {r.measured_forward == r.modeled_forward, r.measured_backward == r.modeled_backward,

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <memory>
 
+#include "local_checks.hpp"
 #include "nn_cases.hpp"
 #include "shardwise/comm/virtual_cluster.hpp"
 #include "shardwise/nn/optimizer.hpp"
@@ -33,6 +34,7 @@ template <typename M>
 std::vector<FfnCaseResult> expect_ffn_case(const FfnCase<M>& c, const M& mesh, sw::FfnShape shape, std::uint64_t seed) {
   SCOPED_TRACE(c.name + " on " + std::to_string(mesh.size()) + " ranks, " + shape_text(shape));
   std::vector<FfnCaseResult> results(static_cast<std::size_t>(mesh.size()));
+  const LocalChecks counted_against_the_plan;  // around the whole run: the rank threads share it
   sw::run_virtual_cluster(mesh.size(), [&](sw::VirtualCommunicator& comm) {
     const int rank = comm.rank();
     auto counters = std::make_shared<sw::CommCounters>();

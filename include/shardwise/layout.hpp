@@ -79,6 +79,14 @@ constexpr axis_list concat(const axis_list& a, const axis_list& b) {
   for (int x : b) result.push_back(x);
   return result;
 }
+/// The axes of `list`, each once, in mesh order (ascending).
+constexpr axis_list in_mesh_order(const axis_list& list) {
+  axis_list sorted;
+  for (int a = 0; a < static_cast<int>(max_mesh_axes); ++a)
+    if (contains(list, a)) sorted.push_back(a);
+  return sorted;
+}
+
 /// The longest list that both start with.
 constexpr axis_list common_prefix(const axis_list& a, const axis_list& b) {
   axis_list result;

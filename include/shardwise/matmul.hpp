@@ -34,18 +34,27 @@ inline constexpr program matmul_program = lower(Plan::schedule, Plan::initial_st
                                                 Plan::summa_panel_width, matrix_order(OA), matrix_order(OB), {},
                                                 matrix_order(OC));
 
-template <typename A, typename B>
-void check_operands(const A& a, const B& b) {
-  if (!a.groups().shares_groups_with(b.groups()))
-    throw std::invalid_argument(
-        "shardwise::matmul: A and B are bound to different ProcessGroupMesh objects; build both from the same one");
-  if (cross_rank_shape_checks())
-    check_same_on_all_ranks(a.groups().world(), {a.rows(), a.cols(), b.rows(), b.cols()},
-                            "the shapes of A and B given to matmul");
+/// The checks of matmul and matmul_into (c null for matmul): operands not moved from, on one
+/// group mesh, with shapes every rank agrees on (collective) and that fit together.
+template <typename A, typename B, typename C>
+void check_operands(const char* operation, const A& a, const B& b, const C* c) {
+  a.check_valid(operation, "A");
+  b.check_valid(operation, "B");
+  if (c) c->check_valid(operation, "C");
+  if (!a.groups().shares_groups_with(b.groups()) || (c && !c->groups().shares_groups_with(a.groups())))
+    throw std::invalid_argument(std::string(operation) +
+                                ": the operands are bound to different ProcessGroupMesh objects; build all from the same one");
+  const std::int64_t shapes[] = {a.rows(), a.cols(), b.rows(), b.cols(), c ? c->rows() : 0, c ? c->cols() : 0};
+  agree_on_all_ranks(a.groups().world(), std::span<const std::int64_t>(shapes, c ? 6 : 4), {}, operation,
+                     c ? "the shapes of A, B and C" : "the shapes of A and B");
   if (a.cols() != b.rows())
-    throw std::invalid_argument("shardwise::matmul: the inner dimensions disagree: A is " + std::to_string(a.rows()) +
-                                " x " + std::to_string(a.cols()) + " but B is " + std::to_string(b.rows()) +
-                                " x " + std::to_string(b.cols()));
+    throw std::invalid_argument(std::string(operation) + ": the inner dimensions disagree: A is " +
+                                std::to_string(a.rows()) + " x " + std::to_string(a.cols()) + " but B is " +
+                                std::to_string(b.rows()) + " x " + std::to_string(b.cols()));
+  if (c && (c->rows() != a.rows() || c->cols() != b.cols()))
+    throw std::invalid_argument(std::string(operation) + ": C is " + std::to_string(c->rows()) + " x " +
+                                std::to_string(c->cols()) + " but A * B is " + std::to_string(a.rows()) + " x " +
+                                std::to_string(b.cols()));
 }
 
 template <typename Plan, typename Scalar, MeshType M, typename ShA, int OA, typename ShB, int OB, typename ShC, int OC>
@@ -63,35 +72,83 @@ template <typename ShC = NaturalOutput, typename Scalar, MeshType M, typename Sh
           detail::MatmulVariant Variant = variant::Standard>
 auto matmul(const ShardedMatrix<Scalar, M, ShA, OA>& a, const ShardedMatrix<Scalar, M, ShB, OB>& b, Variant = {}) {
   using Plan = matmul_plan<M, ShA, ShB, ShC, Variant>;
-  detail::check_operands(a, b);
-  ShardedMatrix<Scalar, M, typename Plan::output_sharding> c(a.groups(), a.rows(), b.cols(), detail::uninitialized);
+  using Result = ShardedMatrix<Scalar, M, typename Plan::output_sharding>;
+  detail::check_operands<ShardedMatrix<Scalar, M, ShA, OA>, ShardedMatrix<Scalar, M, ShB, OB>, Result>(
+      "shardwise::matmul", a, b, nullptr);
+  Result c(a.groups(), a.rows(), b.cols(), detail::uninitialized);
   detail::run_matmul<Plan>(c, a, b);
   return c;
 }
 
-/// C = A * B into existing storage; the requested output is C's own sharding.
+/// C = A * B into existing storage; the requested output is C's own sharding. C may be A or
+/// B (the same object): the product then goes through a temporary, and C gets the result.
 template <typename Scalar, MeshType M, typename ShA, int OA, typename ShB, int OB, typename ShC, int OC,
           detail::MatmulVariant Variant = variant::Standard>
 void matmul_into(ShardedMatrix<Scalar, M, ShC, OC>& c, const ShardedMatrix<Scalar, M, ShA, OA>& a,
                  const ShardedMatrix<Scalar, M, ShB, OB>& b, Variant = {}) {
   using Plan = matmul_plan<M, ShA, ShB, ShC, Variant>;
-  detail::check_operands(a, b);
-  if (!c.groups().shares_groups_with(a.groups()))
-    throw std::invalid_argument(
-        "shardwise::matmul_into: C is bound to another ProcessGroupMesh than A and B; build all from the same one");
-  if (c.rows() != a.rows() || c.cols() != b.cols())
-    throw std::invalid_argument("shardwise::matmul_into: C is " + std::to_string(c.rows()) + " x " +
-                                std::to_string(c.cols()) + " but A * B is " + std::to_string(a.rows()) + " x " +
-                                std::to_string(b.cols()));
-  detail::run_matmul<Plan>(c, a, b);
+  detail::check_operands("shardwise::matmul_into", a, b, &c);
+  const bool aliased = c.local().data() == a.local().data() || c.local().data() == b.local().data();
+  if (!aliased) return detail::run_matmul<Plan>(c, a, b);
+  ShardedMatrix<Scalar, M, ShC, OC> result(c.groups(), c.rows(), c.cols(), detail::uninitialized);
+  detail::run_matmul<Plan>(result, a, b);
+  c = std::move(result);
 }
 
-/// Anything else: a readable error instead of a failed overload resolution.
+namespace detail {
+
+template <typename T>
+inline constexpr bool is_sharded_matrix_v = false;
+template <typename Scalar, MeshType M, typename Sh, int Order>
+inline constexpr bool is_sharded_matrix_v<ShardedMatrix<Scalar, M, Sh, Order>> = true;
+
+/// What a call to matmul with operands of these types got wrong, as a static_assert each.
+template <typename A, typename B, typename... Variant>
+struct matmul_misuse {
+  static_assert(is_sharded_matrix_v<A> && is_sharded_matrix_v<B>,
+                "shardwise::matmul: A and B must both be shardwise::ShardedMatrix objects; an Eigen matrix becomes "
+                "one with ShardedMatrix<Scalar, Mesh, Sharding>::distribute(groups, matrix)");
+  static constexpr bool both = is_sharded_matrix_v<A> && is_sharded_matrix_v<B>;
+  static_assert(!both || std::is_same_v<typename A::scalar_type, typename B::scalar_type>,
+                "shardwise::matmul: A and B have different scalar types (float and double); convert one, e.g. "
+                "distribute a .cast<double>() of it");
+  static_assert(!both || std::is_same_v<typename A::mesh_type, typename B::mesh_type>,
+                "shardwise::matmul: A and B are sharded over different Mesh types; build both on the same "
+                "ProcessGroupMesh<Mesh<...>>");
+  static_assert(sizeof...(Variant) <= 1 && (MatmulVariant<Variant> && ...),
+                "shardwise::matmul: the third argument must be a variant: sw::standard, sw::ring or sw::summa");
+  /// Whether one of the messages above was reported.
+  static constexpr bool explained = [] {
+    if constexpr (!both) return true;
+    else
+      return !std::is_same_v<typename A::scalar_type, typename B::scalar_type> ||
+             !std::is_same_v<typename A::mesh_type, typename B::mesh_type> ||
+             !(sizeof...(Variant) <= 1 && (MatmulVariant<Variant> && ...));
+  }();
+};
+
+/// The result type of a call that does not compile (only its static_asserts are reported).
+struct invalid_matmul {};
+
+}  // namespace detail
+
+/// Anything else: the static_assert that names the mistake, reported at the call (the return
+/// type is deduced there), instead of a failed overload resolution.
 template <typename ShC = NaturalOutput, typename A, typename B, typename... Variant>
-void matmul(const A&, const B&, Variant...) {
-  static_assert(sizeof(A) == 0,
-                "shardwise::matmul: A and B must be ShardedMatrix objects with the same scalar type and the same "
-                "Mesh (and the optional third argument a variant: sw::standard, sw::ring or sw::summa)");
+auto matmul(const A&, const B&, Variant...) {
+  static_assert(detail::matmul_misuse<A, B, Variant...>::explained,
+                "shardwise::matmul: these arguments do not make a matmul; see shardwise/matmul.hpp for its forms");
+  return detail::invalid_matmul{};
+}
+
+/// The same for matmul_into.
+template <typename C, typename A, typename B, typename... Variant>
+auto matmul_into(C&, const A&, const B&, Variant...) {
+  using misuse = detail::matmul_misuse<A, B, Variant...>;
+  static_assert(misuse::explained,
+                "shardwise::matmul_into: C must be a shardwise::ShardedMatrix on the same Mesh, with the same scalar "
+                "type as A and B");
+  return detail::invalid_matmul{};
 }
 
 }  // namespace shardwise

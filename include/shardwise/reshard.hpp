@@ -21,6 +21,7 @@ namespace shardwise {
 template <TensorShardingType To, int OrderTo = detail::default_storage_order<To>(), typename Scalar, MeshType M,
           typename From, int OrderFrom>
 ShardedMatrix<Scalar, M, To, OrderTo> reshard(const ShardedMatrix<Scalar, M, From, OrderFrom>& x) {
+  x.agree("shardwise::reshard");
   ShardedMatrix<Scalar, M, To, OrderTo> result(x.groups(), x.rows(), x.cols(), detail::uninitialized);
   detail::execute<detail::reshard_program<M, From, To, detail::matrix_order(OrderFrom), detail::matrix_order(OrderTo)>, Scalar>(
       x.groups().state("reshard"), {{{}, {}, {x.rows(), x.cols()}}},

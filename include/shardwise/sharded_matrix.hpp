@@ -14,13 +14,14 @@
 #pragma once
 
 #include <Eigen/Core>
-#include <atomic>
+#include <concepts>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <utility>
 
+#include "shardwise/comm/consistency.hpp"
 #include "shardwise/kernels/executor.hpp"
 #include "shardwise/layout.hpp"
 #include "shardwise/mesh.hpp"
@@ -52,23 +53,6 @@ inline constexpr uninitialized_t uninitialized{};
 template <typename Scalar, int Order>
 using dense_matrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Order>;
 
-/// All ranks must pass the same values (global shapes): one small all-reduce over
-/// the world, and every rank throws the same error when they differ.
-inline void check_same_on_all_ranks(AnyCommunicator& world, std::initializer_list<std::int64_t> values,
-                                    const char* what) {
-  std::int64_t both[16]{};
-  std::size_t n = 0;
-  for (std::int64_t v : values) both[n++] = v;
-  for (std::size_t i = 0; i < n; ++i) both[n + i] = -both[i];
-  world.all_reduce(std::span<std::int64_t>(both, 2 * n), ReduceOp::max);
-  for (std::size_t i = 0; i < n; ++i)
-    if (both[i] != -both[n + i])
-      throw std::invalid_argument(std::string("shardwise: ") + what +
-                                  " differ across ranks (every rank must pass the same global shapes); "
-                                  "value " + std::to_string(i) + " ranges from " + std::to_string(-both[n + i]) +
-                                  " to " + std::to_string(both[i]));
-}
-
 /// The checks a ShardedMatrix's parameters must pass, each with its own message.
 template <typename M, typename Sh>
 struct checked_matrix_sharding {
@@ -83,14 +67,6 @@ struct checked_matrix_sharding {
 };
 
 }  // namespace detail
-
-/// Whether matmul and distribute check, with one small all-reduce, that every rank
-/// passed the same global shapes (on by default; a mismatch otherwise hangs or
-/// gives wrong results). Switch off in tight loops once a program is known good.
-inline std::atomic<bool>& cross_rank_shape_checks() {
-  static std::atomic<bool> enabled{true};
-  return enabled;
-}
 
 /// A matrix distributed over the mesh M as the sharding Sh says.
 template <typename Scalar, MeshType M, typename Sh, int Order = detail::default_storage_order<Sh>()>
@@ -132,15 +108,25 @@ class ShardedMatrix {
   /// From a global matrix that every rank holds (no communication, but for the shape check).
   template <typename Derived>
   static ShardedMatrix distribute(const ProcessGroupMesh<M>& groups, const Eigen::MatrixBase<Derived>& global) {
-    if (cross_rank_shape_checks())
-      detail::check_same_on_all_ranks(groups.world(), {global.rows(), global.cols()},
-                                      "the global matrices given to distribute()");
+    const std::int64_t shape[] = {global.rows(), global.cols()};
+    agree_on_all_ranks(groups.world(), shape, {}, "shardwise::ShardedMatrix::distribute",
+                       "the shapes of the global matrices");
     ShardedMatrix result(groups, global.rows(), global.cols(), detail::uninitialized);
     if (result.holds_partial_share())
       result.block_ = global.block(result.row_offset(), result.col_offset(), result.local_rows(), result.local_cols());
     else
       result.block_.setZero();
     return result;
+  }
+
+  /// Groups over another Mesh type than the matrix's: the static_assert that says so (at the
+  /// call: the return type is deduced there).
+  template <typename Other, typename... Rest>
+    requires(!std::same_as<Other, M>)
+  static auto distribute(const ProcessGroupMesh<Other>&, const Rest&...) {
+    static_assert(detail::dependent_false<Other>,
+                  "shardwise::ShardedMatrix::distribute: the ProcessGroupMesh is over another Mesh than the matrix; "
+                  "declare the ShardedMatrix on the same Mesh<...> as the groups");
   }
 
   /// From a global matrix that only `root` (a world rank) holds: it sends every rank its block.
@@ -173,22 +159,28 @@ class ShardedMatrix {
     return result;
   }
 
-  /// Builds a matrix from this rank's block (e.g. a kernel's output); the shape must fit the sharding.
+  /// Builds a matrix from this rank's block (e.g. a kernel's output); the shape must fit the
+  /// sharding, and be the same on every rank (collective: the check of every operation).
   static ShardedMatrix from_local(const ProcessGroupMesh<M>& groups, std::int64_t rows, std::int64_t cols,
                                   local_matrix block) {
+    LocalProblem problem;
+    const detail::block_geometry geo = groups.geometry();
+    const std::int64_t want_rows = rows < 0 ? 0 : geo.extent(rows, axes.dim(0));
+    const std::int64_t want_cols = cols < 0 ? 0 : geo.extent(cols, axes.dim(1));
+    if (block.rows() != want_rows || block.cols() != want_cols)
+      problem.set("the block is " + std::to_string(block.rows()) + " x " + std::to_string(block.cols()) +
+                  " but this rank's block of a " + std::to_string(rows) + " x " + std::to_string(cols) +
+                  " matrix is " + std::to_string(want_rows) + " x " + std::to_string(want_cols));
+    const std::int64_t shape[] = {rows, cols};
+    agree_on_all_ranks(groups.world(), shape, problem, "shardwise::ShardedMatrix::from_local", "the global shapes");
     ShardedMatrix result(groups, rows, cols, detail::uninitialized);
-    if (block.rows() != result.local_rows() || block.cols() != result.local_cols())
-      throw std::invalid_argument("shardwise::ShardedMatrix::from_local: the block is " +
-                                  std::to_string(block.rows()) + " x " + std::to_string(block.cols()) +
-                                  " but this rank's block of a " + std::to_string(rows) + " x " +
-                                  std::to_string(cols) + " matrix is " + std::to_string(result.local_rows()) +
-                                  " x " + std::to_string(result.local_cols()));
     result.block_ = std::move(block);
     return result;
   }
 
-  /// The whole matrix on every rank (reduces a Partial, then gathers).
+  /// The whole matrix on every rank (reduces a Partial, then gathers). Collective.
   [[nodiscard]] global_matrix to_global() const {
+    agree("shardwise::ShardedMatrix::to_global");
     global_matrix global(rows_, cols_);
     detail::execute<detail::reshard_program<M, Sh, replicated_sharding_t<2>, detail::matrix_order(Order),
                                             detail::matrix_order(Eigen::ColMajor)>, Scalar>(
@@ -212,6 +204,22 @@ class ShardedMatrix {
 
   /// The groups it lives on (a handle that shares them).
   [[nodiscard]] const ProcessGroupMesh<M>& groups() const noexcept { return groups_; }
+
+  /// False once moved from (it then holds neither a block nor groups).
+  [[nodiscard]] bool valid() const noexcept { return static_cast<bool>(groups_); }
+  /// std::logic_error naming `operation` and `role` ("A") when moved from.
+  void check_valid(const char* operation, const char* role) const {
+    if (!valid())
+      throw std::logic_error(std::string(operation) + ": " + role +
+                             " was moved from (it holds no block and no groups); use the matrix it was moved into");
+  }
+  /// Collective: checks that every rank holds this matrix with the same global shape (at
+  /// CheckLevel::cross_rank), else every rank throws the same error; and that it was not moved from.
+  void agree(const char* operation, const char* role = "the matrix") const {
+    check_valid(operation, role);
+    const std::int64_t shape[] = {rows_, cols_};
+    agree_on_all_ranks(groups_.world(), shape, {}, operation, "the global shapes");
+  }
 
   /// The sharding resolved against the mesh: the mesh axes splitting rows and columns.
   static constexpr detail::tensor_axes axes = [] {

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <initializer_list>
+#include <type_traits>
 #include <stdexcept>
 
 namespace shardwise::detail {
@@ -51,7 +53,8 @@ class static_vector {
 
  private:
   T items_[Capacity]{};
-  std::size_t count_ = 0;
+  // The smallest count type that holds Capacity: plans are made of these vectors.
+  std::conditional_t<(Capacity < 256), std::uint8_t, std::size_t> count_ = 0;
 };
 
 }  // namespace shardwise::detail

@@ -40,6 +40,7 @@
 #include <string>
 #include <vector>
 
+#include "shardwise/comm/consistency.hpp"
 #include "shardwise/kernels/executor.hpp"
 #include "shardwise/kernels/workspace.hpp"
 #include "shardwise/layout.hpp"
@@ -239,13 +240,16 @@ class FeedForward {
     return y;
   }
 
-  /// Y for X into existing storage (shaped like X).
+  /// Y for X into existing storage (shaped like X). Collective over the ranks the layer is
+  /// spread over: they agree on the shapes first, or all throw the same error.
   void forward_into(output_type& y, const input_type& x, Cache& cache) {
     check_bound(x.groups(), "forward: X");
     check_bound(y.groups(), "forward: Y");
+    LocalProblem problem;
     if (x.model() != m_ || y.batch() != x.batch() || y.seq() != x.seq() || y.model() != m_)
-      throw std::invalid_argument("shardwise::FeedForward::forward: X is [" + dims(x) + "] and Y [" + dims(y) +
-                                  "]; both must be [b, s, " + std::to_string(m_) + "]");
+      problem.set("X is [" + dims(x) + "] and Y [" + dims(y) + "]; both must be [b, s, " + std::to_string(m_) + "]");
+    const std::int64_t shapes[] = {x.batch(), x.seq(), x.model(), y.batch(), y.seq(), y.model()};
+    agree(shapes, problem, "shardwise::FeedForward::forward", "the shapes of X and Y");
     const FfnShape shape{x.batch(), x.seq(), m_, h_};
     const auto e = detail::ffn_extents::of(shape);
     // X, W1 and W2 as the GEMMs see them (gathered where the plan says so).
@@ -281,12 +285,14 @@ class FeedForward {
   void backward_into(input_type* dx, const output_type& dy, const Cache& cache) {
     check_bound(dy.groups(), "backward: dY");
     if (dx) check_bound(dx->groups(), "backward: dX");
+    LocalProblem problem;
     if (!cache.valid() || cache.batch_ != dy.batch() || cache.seq_ != dy.seq() || dy.model() != m_ ||
         (dx && (dx->batch() != dy.batch() || dx->seq() != dy.seq() || dx->model() != m_)))
-      throw std::invalid_argument("shardwise::FeedForward::backward: dY is [" + dims(dy) +
-                                  "]; it must match the forward pass the cache comes from (b = " +
-                                  std::to_string(cache.batch_) + ", s = " + std::to_string(cache.seq_) +
-                                  ", m = " + std::to_string(m_) + "), and so must dX");
+      problem.set("dY is [" + dims(dy) + "]; it must match the forward pass the cache comes from (b = " +
+                  std::to_string(cache.batch_) + ", s = " + std::to_string(cache.seq_) + ", m = " + std::to_string(m_) +
+                  "), and so must dX");
+    const std::int64_t shapes[] = {dy.batch(), dy.seq(), dy.model(), dx ? 1 : 0};
+    agree(shapes, problem, "shardwise::FeedForward::backward", "the shapes of dY (and whether dX is wanted)");
     const FfnShape shape{dy.batch(), dy.seq(), m_, h_};
     const auto e = detail::ffn_extents::of(shape);
     const std::int64_t tokens = hidden_tokens(shape), h_local = local_hidden_width();
@@ -414,6 +420,19 @@ class FeedForward {
   template <typename A>
   static std::string dims(const A& a) {
     return std::to_string(a.batch()) + ", " + std::to_string(a.seq()) + ", " + std::to_string(a.model());
+  }
+
+  /// Every axis the layer's shardings name, in mesh order: the ranks it is spread over.
+  static constexpr detail::axis_list layer_axes = detail::in_mesh_order(
+      detail::concat(detail::concat(data.x.used(), data.w1.used()), detail::concat(data.w2.used(), data.y.used())));
+
+  /// Collective over the ranks the layer is spread over (see comm/consistency.hpp).
+  void agree(std::span<const std::int64_t> values, const LocalProblem& problem, const char* operation,
+             const char* what) const {
+    agree_within([&]() -> AnyCommunicator* {
+      if constexpr (layer_axes.empty()) return nullptr;
+      else return &groups_.group_along_axis_indices(layer_axes);
+    }, values, problem, operation, what);
   }
 
   void check_bound(const ProcessGroupMesh<M>& groups, const char* what) const {

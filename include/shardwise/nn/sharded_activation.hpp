@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "shardwise/comm/consistency.hpp"
 #include "shardwise/kernels/executor.hpp"
 #include "shardwise/layout.hpp"
 #include "shardwise/plan/program.hpp"
@@ -91,14 +92,17 @@ class ShardedActivation {
     block_.resize(local_tokens(), local_m());
   }
 
-  /// From the whole activation (b*s sequence-major rows x m), held by every rank; no communication.
+  /// From the whole activation (b*s sequence-major rows x m), held by every rank; no
+  /// communication but the check that the ranks sharing it agree on its shape.
   template <typename Derived>
   static ShardedActivation distribute(const ProcessGroupMesh<M>& groups, const Eigen::MatrixBase<Derived>& global,
                                       std::int64_t b, std::int64_t s) {
+    LocalProblem problem;
     if (global.rows() != b * s)
-      throw std::invalid_argument("shardwise::ShardedActivation::distribute: the global matrix has " +
-                                  std::to_string(global.rows()) + " rows but b * s = " + std::to_string(b * s) +
-                                  " (rows are tokens, sequence-major: row = s_index * b + b_index)");
+      problem.set("the global matrix has " + std::to_string(global.rows()) + " rows but b * s = " +
+                  std::to_string(b * s) + " (rows are tokens, sequence-major: row = s_index * b + b_index)");
+    const std::int64_t shape[] = {b, s, global.cols()};
+    agree(groups, shape, problem, "shardwise::ShardedActivation::distribute");
     ShardedActivation result(groups, b, s, global.cols(), detail::uninitialized);
     const std::int64_t lb = result.local_batch(), b0 = result.batch_offset(), s0 = result.seq_offset();
     const std::int64_t m0 = result.m_offset(), lm = result.local_m();
@@ -108,22 +112,41 @@ class ShardedActivation {
     return result;
   }
 
-  /// From this rank's block (e.g. a kernel's output); its size must fit the sharding.
+  /// From this rank's block (e.g. a kernel's output); its size must fit the sharding (collective:
+  /// the ranks sharing it agree on the shape).
   static ShardedActivation from_local(const ProcessGroupMesh<M>& groups, std::int64_t b, std::int64_t s, std::int64_t m,
                                       local_matrix block) {
     ShardedActivation result(groups, b, s, m, detail::uninitialized);
+    LocalProblem problem;
     if (block.rows() != result.local_tokens() || block.cols() != result.local_m())
-      throw std::invalid_argument("shardwise::ShardedActivation::from_local: the block is " +
-                                  std::to_string(block.rows()) + " x " + std::to_string(block.cols()) +
-                                  " but this rank's block of [" + std::to_string(b) + ", " + std::to_string(s) +
-                                  ", " + std::to_string(m) + "] is " + std::to_string(result.local_tokens()) + " x " +
-                                  std::to_string(result.local_m()));
+      problem.set("the block is " + std::to_string(block.rows()) + " x " + std::to_string(block.cols()) +
+                  " but this rank's block of [" + std::to_string(b) + ", " + std::to_string(s) + ", " +
+                  std::to_string(m) + "] is " + std::to_string(result.local_tokens()) + " x " +
+                  std::to_string(result.local_m()));
+    const std::int64_t shape[] = {b, s, m};
+    agree(groups, shape, problem, "shardwise::ShardedActivation::from_local");
     result.block_ = std::move(block);
     return result;
   }
 
+  /// The axes its sharding names, in mesh order: the ranks it is spread over share a group.
+  static constexpr detail::axis_list named_axes =
+      detail::in_mesh_order(detail::tensor_axes::of(detail::resolve_sharding<M, Sh>()).used());
+
+  /// Collective over the ranks that share the activation (the group along named_axes): they
+  /// agree on `values` and on whether any of them found `problem`; else all throw the same.
+  static void agree(const ProcessGroupMesh<M>& groups, std::span<const std::int64_t> values,
+                    const LocalProblem& problem, const char* operation) {
+    agree_within([&]() -> AnyCommunicator* {
+      if constexpr (named_axes.empty()) return nullptr;
+      else return &groups.group_along_axis_indices(named_axes);
+    }, values, problem, operation, "the shapes [b, s, m]");
+  }
+
   /// The whole activation on every rank of the group over the axes Sh names (collective there).
   [[nodiscard]] global_matrix to_global() const {
+    const std::int64_t shape[] = {b_, s_, m_};
+    agree(groups_, shape, {}, "shardwise::ShardedActivation::to_global");
     global_matrix global(b_ * s_, m_);
     detail::execute<detail::reshard_program<M, Sh, replicated_sharding_t<3>, detail::activation_order(storage_order),
                                             detail::activation_order(Eigen::ColMajor)>, Scalar>(groups_.state("to_global"), {{{}, {}, {b_, s_, m_}}},
