@@ -185,9 +185,11 @@ class Mesh {
   /// Index of an axis known at compile time; a misspelt name does not compile.
   template <fixed_string Name>
   [[nodiscard]] static constexpr std::size_t axis_index() noexcept {
-    static_assert(index_of(Name.view()) >= 0,
+    // has_axis(Name...) in the condition: both compilers print it with the name beside the message.
+    static_assert(has_axis(Name.view()),
                   "shardwise::Mesh::axis_index: the mesh has no axis of that name; check the "
-                  "spelling against the Mesh's Axis<\"name\", extent> list");
+                  "spelling against the Mesh's Axis<\"name\", extent> list (the name is the argument of "
+                  "has_axis(...) beside this message)");
     return static_cast<std::size_t>(index_of(Name.view()));
   }
 
