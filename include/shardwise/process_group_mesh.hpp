@@ -61,8 +61,12 @@ std::string axis_names() {
 }  // namespace detail
 
 /// Runtime process groups over the axes of a Mesh.
-template <MeshType M>
+// Any type is accepted so that a non-mesh gets this message first, not a bare concept failure.
+template <typename M>
 class ProcessGroupMesh {
+  static_assert(MeshType<M>,
+                "shardwise::ProcessGroupMesh<M>: M must be a mesh type; wrap the axes in shardwise::Mesh<...>, "
+                "as in ProcessGroupMesh<Mesh<Axis<\"x\", 2>>>");
   static_assert(M::ndim <= 15, "shardwise::ProcessGroupMesh supports meshes of at most 15 axes");
 
  public:
