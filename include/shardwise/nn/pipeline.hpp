@@ -154,6 +154,10 @@ class PipelineEngine {
   template <typename Scale, typename AfterBackward>
   double run(std::int64_t rows, const Eigen::Ref<const matrix>& inputs, const Eigen::Ref<const matrix>& targets,
              Scale&& scale, AfterBackward&& after_backward) {
+    // First, so that a negative count is not reported as a shape mismatch of -4 x 4.
+    if (rows < 0)
+      throw std::invalid_argument("shardwise::PipelineEngine::run: rows is " + std::to_string(rows) +
+                                  "; a batch has 0 or more rows");
     const std::int64_t in_width = module_->input_width(), out_width = module_->output_width();
     if (is_first() && (inputs.rows() != rows || inputs.cols() != in_width))
       throw std::invalid_argument("shardwise::PipelineEngine::run: the first stage needs inputs of " +
