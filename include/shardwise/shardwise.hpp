@@ -3,6 +3,7 @@
 // Layers, bottom up (each header can also be included on its own):
 //   mesh, sharding, policy     pure compile-time: mesh, shardings, policy choice, schedules, cost model
 //   comm/                      Communicator concept; MPI, virtual-cluster and counting backends
+//   mpi_environment            MPI_Init / MPI_Finalize as a scope; MPI_Abort on an escaping exception
 //   process_group_mesh         one communicator per subset of mesh axes
 //   parallel_context           parallel modes (data, tensor, pipeline, ...) over the mesh; launchers
 //   sharded_matrix             a matrix distributed over the mesh; reshard and reduce
@@ -25,6 +26,7 @@
 #include "shardwise/comm/counting.hpp"
 #include "shardwise/comm/mpi.hpp"
 #include "shardwise/comm/virtual_cluster.hpp"
+#include "shardwise/mpi_environment.hpp"
 #include "shardwise/process_group_mesh.hpp"
 #include "shardwise/parallel_context.hpp"
 #include "shardwise/sharded_matrix.hpp"
