@@ -51,9 +51,11 @@ Eigen::MatrixXd kernel_columns(const Eigen::Matrix2Xd& points, Eigen::Index firs
 }
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
+  // An exception on any rank ends every rank with its message (MPI_Abort), rather than leaving
+  // the others waiting in a collective.
+  sw::MpiEnvironment mpi(argc, argv);
   int status = 0;
-  try {
+  {
     int ranks = 0;
     MPI_Comm_size(MPI_COMM_WORLD, &ranks);
     const Eigen::Index n = argc > 1 ? std::atol(argv[1]) : 2000;
@@ -110,10 +112,6 @@ int main(int argc, char** argv) {
                   ok ? "OK" : "FAILED");
       status = ok ? 0 : 1;
     }
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "power_iteration: %s\n", e.what());
-    status = 1;
   }
-  MPI_Finalize();
   return status;
 }

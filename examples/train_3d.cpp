@@ -291,9 +291,11 @@ int main(int argc, char** argv) {
     }
     return status;
   }
-  MPI_Init(&argc, &argv);
+  // An exception on any rank ends every rank with its message (MPI_Abort), rather than leaving
+  // the others waiting in a collective.
+  sw::MpiEnvironment mpi(argc, argv);
   int status = 0;
-  try {
+  {
     int size = 0;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     int rank = 0;
@@ -306,10 +308,6 @@ int main(int argc, char** argv) {
     } else {
       status = train(sw::AnyCommunicator(sw::MpiCommunicator(MPI_COMM_WORLD)), options);
     }
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "train_3d: %s\n", e.what());
-    status = 1;
   }
-  MPI_Finalize();
   return status;
 }

@@ -1,4 +1,4 @@
-// What the test programs that run under mpiexec share: the world's size and a group mesh
+// What the test programs that run under mpiexec share: the world's rank and size, a group mesh
 // over MPI_COMM_WORLD that counts what it sends (to compare with the cost model).
 #pragma once
 
@@ -11,6 +11,12 @@
 #include "shardwise/process_group_mesh.hpp"
 
 namespace shardwise::testing {
+
+inline int world_rank() {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
 
 inline int world_size() {
   int size = 0;

@@ -1,7 +1,10 @@
 // Mesh: extents, axis lookup, ravel/unravel in every mode, dynamic extents.
 #include <gtest/gtest.h>
 
+#include <climits>
+#include <cstdint>
 #include <stdexcept>
+#include <string>
 
 #include "shardwise/mesh.hpp"
 
@@ -45,6 +48,30 @@ concept ravel_is_constant = requires { typename std::integral_constant<int, Grid
 static_assert(ravel_is_constant<Grid::coordinate_type{1, 3}>);
 static_assert(!ravel_is_constant<Grid::coordinate_type{2, 0}>);
 static_assert(!ravel_is_constant<Grid::coordinate_type{0, -1}>);
+
+// The rank count must fit in an int: a mesh that would overflow is not a constant expression
+// (it throws), and a static one does not compile (tests/compile_fail/mesh_too_many_ranks.cpp).
+template <auto Extent>
+concept elastic_is_constant = requires { typename std::integral_constant<int, Elastic{Extent}.size()>; };
+static_assert(elastic_is_constant<(1 << 30) - 1>);               // 2^31 - 2 ranks: the largest even count
+static_assert(Elastic{(1 << 30) - 1}.size() == INT_MAX - 1);
+static_assert(!elastic_is_constant<1 << 30>);                    // 2^31 ranks
+static_assert(!elastic_is_constant<2147483648L>);                // the extent itself is too large
+static_assert(!elastic_is_constant<0>);
+static_assert(!elastic_is_constant<-1>);
+static_assert(!elastic_is_constant<~0ULL>);                      // not mistaken for -1
+static_assert(elastic_is_constant<std::uint8_t{3}> && elastic_is_constant<3ULL>);
+static_assert(sw::Mesh<sw::Axis<"a", INT_MAX>>{}.size() == INT_MAX);
+static_assert(sw::Mesh<sw::Axis<"a", 46340>, sw::Axis<"b", 46340>>{}.size() == 46340 * 46340);
+using Wide = sw::Mesh<sw::Axis<"a", sw::dynamic_extent>, sw::Axis<"b", sw::dynamic_extent>, sw::Axis<"c", 2>>;
+template <auto A, auto B>
+concept wide_is_constant = requires { typename std::integral_constant<int, Wide{A, B}.size()>; };
+static_assert(wide_is_constant<32768, 32767> && !wide_is_constant<32768, 32768>);
+static_assert(!wide_is_constant<INT_MAX, INT_MAX>);             // the product overflows long long too
+
+// A fully static mesh takes no extents; a dynamic one exactly one per dynamic axis.
+static_assert(std::is_constructible_v<Elastic, int> && std::is_constructible_v<Wide, int, long>);
+static_assert(std::is_copy_constructible_v<Grid> && std::is_copy_constructible_v<Elastic>);
 
 // ---- run-time behaviour --------------------------------------------------------
 template <typename M>
@@ -97,4 +124,47 @@ TEST(Mesh, DynamicExtentMustBePositive) {
   EXPECT_THROW(Elastic{0}, std::invalid_argument);
   EXPECT_THROW(Elastic{-2}, std::invalid_argument);
   EXPECT_EQ(Elastic{4}.size(), 8);
+}
+
+/// what() of the std::invalid_argument that f throws ("" if none).
+template <typename F>
+std::string invalid_argument_text(F&& f) {
+  try {
+    f();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Mesh, BadExtentsSayWhatIsWrong) {
+  EXPECT_EQ(invalid_argument_text([] { (void)Elastic{0}; }),
+            "shardwise::Mesh: axis \"dp\": an extent must be at least 1, got 0");
+  EXPECT_EQ(invalid_argument_text([] { (void)Elastic{-2}; }),
+            "shardwise::Mesh: axis \"dp\": an extent must be at least 1, got -2");
+  EXPECT_EQ(invalid_argument_text([] { (void)Elastic{2147483648L}; }),
+            "shardwise::Mesh: axis \"dp\": extent 2147483648 does not fit in an int (MPI counts ranks with int)");
+  EXPECT_EQ(invalid_argument_text([] { (void)Elastic{~0ULL}; }),
+            "shardwise::Mesh: axis \"dp\": extent 18446744073709551615 does not fit in an int (MPI counts ranks "
+            "with int)");
+  EXPECT_EQ(invalid_argument_text([] { (void)Wide{3, 0}; }),
+            "shardwise::Mesh: axis \"b\": an extent must be at least 1, got 0");
+}
+
+TEST(Mesh, TooManyRanksIsRejectedNotWrapped) {
+  EXPECT_EQ(invalid_argument_text([] { (void)Elastic{1 << 30}; }),
+            "shardwise::Mesh: the mesh would have 2147483648 ranks (dp=1073741824 x tp=2), more than an int holds "
+            "(2147483647); make the extents smaller");
+  EXPECT_EQ(invalid_argument_text([] { (void)Wide{INT_MAX, INT_MAX}; }),
+            "shardwise::Mesh: the mesh would have 9223372028264841218 ranks (a=2147483647 x b=2147483647 x c=2), "
+            "more than an int holds (2147483647); make the extents smaller");
+  using Huge = sw::Mesh<sw::Axis<"a", sw::dynamic_extent>, sw::Axis<"b", sw::dynamic_extent>,
+                        sw::Axis<"c", sw::dynamic_extent>>;
+  EXPECT_EQ(invalid_argument_text([] { (void)Huge{INT_MAX, INT_MAX, 8}; }),
+            "shardwise::Mesh: the mesh would have 2^64 or more ranks (a=2147483647 x b=2147483647 x c=8), more than "
+            "an int holds (2147483647); make the extents smaller");
+  // The largest mesh that fits: size() is exact, its last rank round-trips.
+  const Elastic largest{(1 << 30) - 1};
+  EXPECT_EQ(largest.size(), INT_MAX - 1);
+  EXPECT_EQ(largest.ravel(largest.unravel(INT_MAX - 2)), INT_MAX - 2);
 }

@@ -1,6 +1,7 @@
 // Mistake 1: a typo in an axis name. The mesh has axes "x" and "y"; B's sharding says "z".
 // Fix: Split<"y">. Caught where the sharding meets the mesh (here ShardedMatrix<..., ShB>).
 // expect: shardwise: the sharding names an axis that the Mesh does not have; check the spelling against the Mesh's Axis<"name", extent> list
+// expect-beside-first-error: has_axis(shardwise::detail::fixed_string<2>{"z"}
 #include <mpi.h>
 
 #include <shardwise/shardwise.hpp>

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <limits>
 #include <stdexcept>
+#include <string>
 #include <string_view>
 #include <type_traits>
 
@@ -81,6 +82,36 @@ constexpr int apply_index_mode(long long index, int extent, IndexMode mode, cons
   throw std::out_of_range(what);
 }
 
+inline constexpr long long int_max = std::numeric_limits<int>::max();
+
+/// Product of the static extents (a dynamic axis counts as 1), or -1 once it exceeds an int:
+/// computed step by step so that it cannot overflow itself.
+template <std::size_t N>
+constexpr long long static_rank_count(const std::array<std::size_t, N>& extents) {
+  long long product = 1;
+  for (std::size_t e : extents) {
+    if (e == dynamic_extent) continue;
+    if (e == 0) return 0;  // Axis reports it
+    if (static_cast<long long>(e) > int_max / product) return -1;
+    product *= static_cast<long long>(e);
+  }
+  return product;
+}
+
+/// The text of an extent given at run time, whatever its integer type.
+template <std::integral T>
+std::string extent_text(T value) {
+  if constexpr (std::is_signed_v<T>)
+    return std::to_string(static_cast<long long>(value));
+  else
+    return std::to_string(static_cast<unsigned long long>(value));
+}
+
+/// Not constexpr: reached only on the error path, never in a constant expression.
+[[noreturn]] inline void throw_mesh_error(const std::string& what) {
+  throw std::invalid_argument("shardwise::Mesh: " + what);
+}
+
 }  // namespace detail
 
 /// A mesh of processes: Mesh<Axis<"x", 2>, Axis<"y", 4>> has 8 ranks,
@@ -110,27 +141,44 @@ class Mesh {
   static_assert(detail::all_distinct(names),
                 "shardwise::Mesh: two axes have the same name; give every axis a distinct name");
 
+  // Each axis fits in an int (Axis checks it); their product must too, since ranks are ints.
+  // Dynamic axes count as 1 here: they can only make the mesh larger.
+  static_assert(detail::static_rank_count(static_extents) >= 0,
+                "shardwise::Mesh: the product of the static extents, the number of ranks, does not fit in "
+                "an int (MPI counts ranks with int); make the extents smaller");
+
   /// A fully static mesh needs no arguments.
   constexpr Mesh() requires is_static {
     for (std::size_t i = 0; i < ndim; ++i) extents_[i] = static_cast<int>(static_extents[i]);
   }
 
   /// One argument per dynamic_extent axis, in axis order: Mesh<Axis<"dp", dynamic_extent>,
-  /// Axis<"tp", 2>>{4}.
-  template <std::integral... Extents>
-    requires(sizeof...(Extents) == dynamic_count && dynamic_count > 0)
+  /// Axis<"tp", 2>>{4}. Throws std::invalid_argument for an extent below 1 or above what an
+  /// int holds, and for a mesh of more ranks than an int holds.
+  ///
+  /// Any other list of arguments also lands here (not on a constraint failure among several
+  /// overloads), so that the first error is one static_assert saying what to write instead.
+  template <typename... Extents>
+    requires(sizeof...(Extents) > 0 && !(std::same_as<std::remove_cvref_t<Extents>, Mesh> || ...))
   constexpr explicit Mesh(Extents... dynamic_extents) {
-    const long long given[] = {static_cast<long long>(dynamic_extents)...};
-    std::size_t next = 0;
-    for (std::size_t i = 0; i < ndim; ++i) {
-      if (static_extents[i] != dynamic_extent) {
-        extents_[i] = static_cast<int>(static_extents[i]);
-        continue;
+    static_assert(dynamic_count > 0 || sizeof...(Extents) == 0,
+                  "shardwise::Mesh: this mesh has no dynamic_extent axis, so it takes no extents; write "
+                  "Grid grid; or Grid grid{}");
+    static_assert(dynamic_count == 0 || sizeof...(Extents) == dynamic_count,
+                  "shardwise::Mesh: give one extent per dynamic_extent axis, in axis order, and no more");
+    static_assert((std::integral<Extents> && ...), "shardwise::Mesh: an extent must be an integer");
+    if constexpr (sizeof...(Extents) == dynamic_count && (std::integral<Extents> && ...)) {
+      for (std::size_t i = 0; i < ndim; ++i)
+        if (static_extents[i] != dynamic_extent) extents_[i] = static_cast<int>(static_extents[i]);
+      std::size_t axis = 0;
+      (set_dynamic_extent(axis, dynamic_extents), ...);
+      // Each extent fits in an int; the product is checked step by step so that it cannot
+      // overflow, and size() never can.
+      long long product = 1;
+      for (int e : extents_) {
+        if (e > detail::int_max / product) throw_too_many_ranks();
+        product *= e;
       }
-      const long long e = given[next++];
-      if (e < 1 || e > std::numeric_limits<int>::max())
-        throw std::invalid_argument("shardwise::Mesh: a dynamic extent must be at least 1");
-      extents_[i] = static_cast<int>(e);
     }
   }
 
@@ -147,9 +195,11 @@ class Mesh {
   /// Index of an axis known at compile time; a misspelt name does not compile.
   template <fixed_string Name>
   [[nodiscard]] static constexpr std::size_t axis_index() noexcept {
-    static_assert(index_of(Name.view()) >= 0,
+    // has_axis(Name...) in the condition: both compilers print it with the name beside the message.
+    static_assert(has_axis(Name.view()),
                   "shardwise::Mesh::axis_index: the mesh has no axis of that name; check the "
-                  "spelling against the Mesh's Axis<\"name\", extent> list");
+                  "spelling against the Mesh's Axis<\"name\", extent> list (the name is the argument of "
+                  "has_axis(...) beside this message)");
     return static_cast<std::size_t>(index_of(Name.view()));
   }
 
@@ -164,7 +214,8 @@ class Mesh {
   /// All extents, in axis order (dynamic ones as given to the constructor).
   [[nodiscard]] constexpr const std::array<int, ndim>& extents() const noexcept { return extents_; }
 
-  /// Number of processes in the mesh.
+  /// Number of processes in the mesh. Never overflows: the constructors reject a mesh of
+  /// more ranks than an int holds.
   [[nodiscard]] constexpr int size() const noexcept {
     int product = 1;
     for (int e : extents_) product *= e;
@@ -199,6 +250,43 @@ class Mesh {
   friend constexpr bool operator==(const Mesh& a, const Mesh& b) { return a.extents_ == b.extents_; }
 
  private:
+  /// Stores `value` as the extent of the next dynamic axis after `axis`, moving `axis` past it.
+  template <std::integral T>
+  constexpr void set_dynamic_extent(std::size_t& axis, T value) {
+    while (static_extents[axis] != dynamic_extent) ++axis;
+    bool below_one = false, above_int = false;
+    if constexpr (std::is_signed_v<T>) {
+      below_one = static_cast<long long>(value) < 1;
+      above_int = static_cast<long long>(value) > detail::int_max;
+    } else {
+      below_one = value == 0;
+      above_int = static_cast<unsigned long long>(value) > static_cast<unsigned long long>(detail::int_max);
+    }
+    if (below_one)
+      detail::throw_mesh_error("axis \"" + std::string(names[axis]) + "\": an extent must be at least 1, got " +
+                               detail::extent_text(value));
+    if (above_int)
+      detail::throw_mesh_error("axis \"" + std::string(names[axis]) + "\": extent " + detail::extent_text(value) +
+                               " does not fit in an int (MPI counts ranks with int)");
+    extents_[axis++] = static_cast<int>(value);
+  }
+
+  /// The message names the rank count exactly when it fits in 64 bits.
+  [[noreturn]] void throw_too_many_ranks() const {
+    unsigned long long count = 1;
+    bool exact = true;
+    std::string shape;
+    for (std::size_t i = 0; i < ndim; ++i) {
+      const auto e = static_cast<unsigned long long>(extents_[i]);
+      exact = exact && count <= std::numeric_limits<unsigned long long>::max() / e;
+      if (exact) count *= e;
+      shape += (i == 0 ? "" : " x ") + std::string(names[i]) + "=" + std::to_string(extents_[i]);
+    }
+    detail::throw_mesh_error("the mesh would have " + (exact ? std::to_string(count) : std::string("2^64 or more")) +
+                             " ranks (" + shape + "), more than an int holds (" + std::to_string(detail::int_max) +
+                             "); make the extents smaller");
+  }
+
   std::array<int, ndim> extents_{};
 };
 

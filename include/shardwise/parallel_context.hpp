@@ -223,9 +223,13 @@ class ParallelContext {
           throw std::invalid_argument(std::string("shardwise::ParallelContext: mode ") + to_string(binding.mode) +
                                       " is bound to axis \"" + std::string(name) +
                                       "\", which the mesh does not have; its axes are " + detail::axis_names(M::names));
+        for (std::string_view seen : axes)
+          if (seen == name)
+            throw std::invalid_argument(std::string("shardwise::ParallelContext: mode ") + to_string(binding.mode) +
+                                        " is bound to axis \"" + std::string(name) +
+                                        "\" twice; name each axis once");
         axes.push_back(M::names[static_cast<std::size_t>(a)]);  // static storage: no dangling views
       }
-      (void)groups_.group_size(axes);  // rejects an axis named twice
     }
     if (node) {
       node_ = *node;

@@ -147,11 +147,12 @@ class group_mesh_state {
 }  // namespace detail
 
 /// Runtime process groups over the axes of a Mesh.
+// Any type is accepted so that a non-mesh gets this message first, not a bare concept failure.
 template <typename M>
 class ProcessGroupMesh {
   static_assert(MeshType<M>,
-                "shardwise::ProcessGroupMesh<M>: M must be a shardwise::Mesh<...>; wrap the axes in it, e.g. "
-                "ProcessGroupMesh<Mesh<Axis<\"x\", 2>>>");
+                "shardwise::ProcessGroupMesh<M>: M must be a mesh type; wrap the axes in shardwise::Mesh<...>, "
+                "as in ProcessGroupMesh<Mesh<Axis<\"x\", 2>>>");
 
  public:
   using mesh_type = M;

@@ -134,9 +134,11 @@ class ShardedMatrix {
   static ShardedMatrix scatter(const ProcessGroupMesh<M>& groups, const Eigen::MatrixBase<Derived>& global,
                                int root = 0) {
     AnyCommunicator& world = groups.world();
+    // Before the broadcast, whose own check would name broadcast rather than scatter.
     if (root < 0 || root >= world.size())
-      throw std::invalid_argument("shardwise::ShardedMatrix::scatter: the root is " + std::to_string(root) +
-                                  " but the mesh has ranks 0.." + std::to_string(world.size() - 1));
+      throw std::invalid_argument("shardwise::ShardedMatrix::scatter: root " + std::to_string(root) +
+                                  " is not a rank of the mesh; give a rank from 0 to " +
+                                  std::to_string(world.size() - 1));
     std::int64_t shape[2] = {global.rows(), global.cols()};
     world.broadcast(std::span<std::int64_t>(shape), root);
     ShardedMatrix result(groups, shape[0], shape[1]);

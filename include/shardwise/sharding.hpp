@@ -210,6 +210,39 @@ constexpr ShardingError sharding_error() {
   return ShardingError::none;
 }
 
+/// One axis name of a sharding, checked against the mesh. A template per name so that the
+/// compilers print the name beside the message: clang in the failed requirement, g++ in the
+/// note on what evaluates to false.
+template <MeshType M, fixed_string Name>
+struct checked_axis_name {
+  static_assert(M::has_axis(Name.view()),
+                "shardwise: the sharding names an axis that the Mesh does not have; check the spelling "
+                "against the Mesh's Axis<\"name\", extent> list (the name is the argument of has_axis(...) "
+                "beside this message)");
+};
+
+// Completing a checker instantiates its static_asserts (a sizeof is never 0). Not base
+// classes: a sharding may repeat a type (two Replicated dimensions).
+template <MeshType M, typename Param>
+struct checked_axis_names {};  // Replicated
+template <MeshType M, fixed_string... Names>
+struct checked_axis_names<M, Split<Names...>> {
+  static_assert(((sizeof(checked_axis_name<M, Names>) > 0) && ...));
+};
+template <MeshType M, fixed_string... Names>
+struct checked_axis_names<M, Partial<Names...>> {
+  static_assert(((sizeof(checked_axis_name<M, Names>) > 0) && ...));
+};
+
+/// Every name of the sharding, one check (and one error) each; instantiated only when a name
+/// is unknown, so that a sharding with another problem gets that problem's message alone.
+template <bool Check, MeshType M, TensorShardingType Sh>
+struct checked_sharding_names {};
+template <MeshType M, typename... Params>
+struct checked_sharding_names<true, M, TensorSharding<Params...>> {
+  static_assert(((sizeof(checked_axis_names<M, Params>) > 0) && ...));
+};
+
 /// Instantiating this checks Sh against the mesh and a tensor rank, one message per problem.
 template <MeshType M, TensorShardingType Sh, std::size_t Rank>
 struct checked_sharding {
@@ -219,9 +252,7 @@ struct checked_sharding {
   static_assert(error != ShardingError::wrong_rank,
                 "shardwise: the TensorSharding has the wrong number of dimensions; a matrix needs "
                 "exactly two, TensorSharding<rows, columns> (a Partial<...> does not count)");
-  static_assert(error != ShardingError::unknown_axis,
-                "shardwise: the sharding names an axis that the Mesh does not have; check the spelling "
-                "against the Mesh's Axis<\"name\", extent> list");
+  static_assert(sizeof(checked_sharding_names<error == ShardingError::unknown_axis, M, Sh>) > 0);
   static constexpr bool value = error == ShardingError::none;
 };
 

@@ -10,6 +10,7 @@
 //   comm/                      Communicator concept; MPI and counting backends (the virtual cluster,
 //                              threads for tests and laptops, is one more include:
 //                              shardwise/comm/virtual_cluster.hpp; an MPI program need not parse it)
+//   mpi_environment            MPI_Init / MPI_Finalize as a scope; MPI_Abort on an escaping exception
 //   process_group_mesh         one communicator per subset of mesh axes
 //   parallel_context           parallel modes (data, tensor, pipeline, ...) over the mesh; launchers
 //   kernels/                   the one executor, GEMM (BLAS or Eigen), packing, scratch space
@@ -36,6 +37,7 @@
 #include "shardwise/comm/any_communicator.hpp"
 #include "shardwise/comm/counting.hpp"
 #include "shardwise/comm/mpi.hpp"
+#include "shardwise/mpi_environment.hpp"
 #include "shardwise/process_group_mesh.hpp"
 #include "shardwise/parallel_context.hpp"
 #include "shardwise/sharded_matrix.hpp"

@@ -1,5 +1,6 @@
 // A typo in an axis name of a FeedForward's weight.
 // expect: the sharding names an axis that the Mesh does not have
+// expect-beside-first-error: has_axis(shardwise::detail::fixed_string<3>{"pt"}
 #include "shardwise/nn/ffn_policy.hpp"
 namespace sw = shardwise;
 using Tp = sw::Mesh<sw::Axis<"tp", 4>>;

@@ -1,5 +1,6 @@
 // A misspelt axis name in group_along<...>() does not compile.
 // expect: the mesh has no axis of that name
+// expect-beside-first-error: index_of(shardwise::detail::fixed_string<3>{"pt"}
 #include "shardwise/comm/virtual_cluster.hpp"
 #include "shardwise/process_group_mesh.hpp"
 

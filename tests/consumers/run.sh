@@ -70,10 +70,11 @@ pack_source_tree() {
   step "pack the source tree into $work/shardwise.tar.gz"
   source_files | (
     cd "$source_root"
-    while IFS= read -r -d '' file; do  # git lists a deleted file until the deletion is staged
+    # git lists a deleted file until the deletion is staged, and an unmerged one once per side
+    while IFS= read -r -d '' file; do
       if [ -e "$file" ] || [ -L "$file" ]; then printf '%s\0' "$file"; fi
     done
-  ) | tar -czf "$work/shardwise.tar.gz" -C "$source_root" --null -T - --transform 's,^,shardwise/,S'
+  ) | sort -zu | tar -czf "$work/shardwise.tar.gz" -C "$source_root" --null -T - --transform 's,^,shardwise/,S'
 }
 
 # Configures and builds $work/project with CMake into $work/build; extra arguments go to cmake.

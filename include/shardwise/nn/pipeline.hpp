@@ -49,19 +49,37 @@ namespace shardwise {
 template <typename Scalar>
 using PipelineMatrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
+namespace detail {
+// One concept per member of a stage, so that PipelineEngine can name the one that is missing.
+template <typename T>
+concept stage_has_scalar_type = requires { typename T::scalar_type; };
+template <typename T>
+concept stage_has_input_width = requires(const T& module) {
+  { module.input_width() } -> std::convertible_to<std::int64_t>;
+};
+template <typename T>
+concept stage_has_output_width = requires(const T& module) {
+  { module.output_width() } -> std::convertible_to<std::int64_t>;
+};
+template <typename T>
+concept stage_has_forward = requires(T& module, int micro_batch, const PipelineMatrix<typename T::scalar_type>& in,
+                                     PipelineMatrix<typename T::scalar_type>& out) {
+  module.forward(micro_batch, in, out);
+};
+template <typename T>
+concept stage_has_backward =
+    requires(T& module, int micro_batch, const PipelineMatrix<typename T::scalar_type>& grad_out,
+             PipelineMatrix<typename T::scalar_type>* grad_in) { module.backward(micro_batch, grad_out, grad_in); };
+}  // namespace detail
+
 /// One stage of a pipelined model. forward(r, in, out) computes the stage's output for
 /// micro-batch r (resizing `out`) and keeps what backward(r, ...) needs; backward(r,
 /// grad_out, grad_in) adds the parameter gradients and, unless grad_in is null (the first
 /// stage), writes the gradient of the input.
 template <typename T>
-concept PipelineModule =
-    requires(T& module, const T& cmodule, int micro_batch, const PipelineMatrix<typename T::scalar_type>& in,
-             PipelineMatrix<typename T::scalar_type>& out, PipelineMatrix<typename T::scalar_type>* grad_in) {
-      { cmodule.input_width() } -> std::convertible_to<std::int64_t>;
-      { cmodule.output_width() } -> std::convertible_to<std::int64_t>;
-      module.forward(micro_batch, in, out);
-      module.backward(micro_batch, in, grad_in);
-    };
+concept PipelineModule = detail::stage_has_scalar_type<T> && detail::stage_has_input_width<T> &&
+                         detail::stage_has_output_width<T> && detail::stage_has_forward<T> &&
+                         detail::stage_has_backward<T>;
 
 namespace detail {
 template <typename T>
@@ -71,10 +89,30 @@ inline constexpr bool is_pipeline_v<Pipeline<S, R, Schedule>> = true;
 }  // namespace detail
 
 /// Runs Module as stage `stage_group.rank()` of the pipeline P = Pipeline<S, R, Schedule>.
-template <typename P, PipelineModule Module>
+// Module is any type, checked below: one message per missing member, naming it and its
+// signature (a PipelineModule constraint would only say that the concept is not satisfied).
+// The checks after scalar_type assume it, so that a module without it gets one error.
+template <typename P, typename Module>
 class PipelineEngine {
   static_assert(detail::is_pipeline_v<P>,
                 "shardwise::PipelineEngine<P, Module>: P must be a shardwise::Pipeline<S, R, Schedule>");
+  static_assert(detail::stage_has_scalar_type<Module>,
+                "shardwise::PipelineEngine<P, Module>: the stage module has no member type scalar_type; add "
+                "using scalar_type = double; (or float): its activations are PipelineMatrix<scalar_type>");
+  static_assert(!detail::stage_has_scalar_type<Module> || detail::stage_has_input_width<Module>,
+                "shardwise::PipelineEngine<P, Module>: the stage module has no member input_width callable as "
+                "std::int64_t input_width() const; add it: the columns of the stage's input");
+  static_assert(!detail::stage_has_scalar_type<Module> || detail::stage_has_output_width<Module>,
+                "shardwise::PipelineEngine<P, Module>: the stage module has no member output_width callable as "
+                "std::int64_t output_width() const; add it: the columns of the stage's output");
+  static_assert(!detail::stage_has_scalar_type<Module> || detail::stage_has_forward<Module>,
+                "shardwise::PipelineEngine<P, Module>: the stage module has no member forward callable as "
+                "void forward(int micro_batch, const shardwise::PipelineMatrix<scalar_type>& in, "
+                "shardwise::PipelineMatrix<scalar_type>& out); add it: it computes micro-batch r's output");
+  static_assert(!detail::stage_has_scalar_type<Module> || detail::stage_has_backward<Module>,
+                "shardwise::PipelineEngine<P, Module>: the stage module has no member backward callable as "
+                "void backward(int micro_batch, const shardwise::PipelineMatrix<scalar_type>& grad_out, "
+                "shardwise::PipelineMatrix<scalar_type>* grad_in); add it (grad_in is null on the first stage)");
 
  public:
   /// The Pipeline<S, R, Schedule> whose table the engine follows.
@@ -128,6 +166,10 @@ class PipelineEngine {
   template <typename Scale, typename AfterBackward>
   double run(std::int64_t rows, const Eigen::Ref<const matrix>& inputs, const Eigen::Ref<const matrix>& targets,
              Scale&& scale, AfterBackward&& after_backward) {
+    // First, so that a negative count is not reported as a shape mismatch of -4 x 4.
+    if (rows < 0)
+      throw std::invalid_argument("shardwise::PipelineEngine::run: rows is " + std::to_string(rows) +
+                                  "; a batch has 0 or more rows");
     const std::int64_t in_width = module_->input_width(), out_width = module_->output_width();
     if (is_first() && (inputs.rows() != rows || inputs.cols() != in_width))
       throw std::invalid_argument("shardwise::PipelineEngine::run: the first stage needs inputs of " +

@@ -1,0 +1,17 @@
+// A stage module that does not say its scalar type (the engine needs it for its buffers).
+// expect: shardwise::PipelineEngine<P, Module>: the stage module has no member type scalar_type; add using scalar_type = double; (or float)
+#include "shardwise/nn/pipeline.hpp"
+
+namespace sw = shardwise;
+using Matrix = sw::PipelineMatrix<double>;
+
+struct Stage {
+  std::int64_t input_width() const { return 4; }
+  std::int64_t output_width() const { return 4; }
+  void forward(int, const Matrix& in, Matrix& out) { out = in; }
+  void backward(int, const Matrix& grad_out, Matrix* grad_in) { if (grad_in) *grad_in = grad_out; }
+};
+
+void f(sw::AnyCommunicator& stages, Stage& stage) {
+  sw::PipelineEngine<sw::Pipeline<2, 4, sw::schedule::OneFOneB>, Stage> engine(stages, stage);
+}

@@ -1,0 +1,189 @@
+// Run-time mistakes under mpiexec (2, 3 and 4 ranks, see tests/meson.build): each must throw
+// the same exception, with the same text, on every rank, and no rank may hang (the tests'
+// timeout fails a hang). The checks are collective (mpi_errors.hpp). Errors that are purely
+// local, such as a bad mesh extent, are here too: every rank must still say the same thing.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <Eigen/Core>
+#include <climits>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "mpi_errors.hpp"
+#include "mpi_support.hpp"
+#include "shardwise/comm/mpi.hpp"
+#include "shardwise/mesh.hpp"
+#include "shardwise/nn/pipeline.hpp"
+#include "shardwise/parallel_context.hpp"
+#include "shardwise/process_group_mesh.hpp"
+#include "shardwise/sharded_matrix.hpp"
+
+namespace {
+
+namespace sw = shardwise;
+using sw::testing::expect_same_error_on_every_rank;
+using sw::testing::RankOutcome;
+using sw::testing::world_size;
+
+using Line = sw::Mesh<sw::Axis<"p", sw::dynamic_extent>>;
+using Elastic = sw::Mesh<sw::Axis<"dp", sw::dynamic_extent>, sw::Axis<"tp", 2>>;
+
+// ---- the helper's verdict, on made-up outcomes (no communication) ----------------------------
+
+const RankOutcome bad_root{RankOutcome::threw_expected, "shardwise::f: bad root"};
+
+TEST(SameErrorVerdict, AcceptsOneTextEverywhere) {
+  const std::vector<RankOutcome> outcomes(3, bad_root);
+  EXPECT_EQ(sw::testing::same_error_verdict(outcomes, "bad root"), "");
+}
+
+TEST(SameErrorVerdict, RejectsDifferentTextsAndNamesEachRank) {
+  const std::vector<RankOutcome> outcomes{bad_root, {RankOutcome::threw_expected, "shardwise::g: other"}, bad_root};
+  EXPECT_EQ(sw::testing::same_error_verdict(outcomes, "shardwise::"),
+            "not the same error on every rank: the ranks' texts differ\n"
+            "  rank 0: threw \"shardwise::f: bad root\"\n"
+            "  rank 1: threw \"shardwise::g: other\"\n"
+            "  rank 2: threw \"shardwise::f: bad root\"");
+}
+
+TEST(SameErrorVerdict, RejectsARankThatDidNotThrow) {
+  const std::vector<RankOutcome> outcomes{bad_root, {}};
+  EXPECT_EQ(sw::testing::same_error_verdict(outcomes, "bad root"),
+            "not the same error on every rank: not every rank threw\n"
+            "  rank 0: threw \"shardwise::f: bad root\"\n"
+            "  rank 1: returned without throwing");
+}
+
+TEST(SameErrorVerdict, RejectsAnotherExceptionType) {
+  const std::vector<RankOutcome> outcomes{bad_root, {RankOutcome::threw_other, bad_root.what}};
+  EXPECT_NE(sw::testing::same_error_verdict(outcomes, "bad root"), "");
+}
+
+TEST(SameErrorVerdict, RejectsATextWithoutTheExpectedPart) {
+  const std::vector<RankOutcome> outcomes(2, bad_root);
+  EXPECT_EQ(sw::testing::same_error_verdict(outcomes, "good root"),
+            "not the same error on every rank: not every rank's text contains \"good root\"\n"
+            "  rank 0: threw \"shardwise::f: bad root\"\n"
+            "  rank 1: threw \"shardwise::f: bad root\"");
+}
+
+// ---- the helper itself, collectively: its verdict must catch what it is meant to catch ---------
+
+TEST(SameErrorOnEveryRank, CatchesRanksThatDisagree) {
+  const int rank = sw::testing::world_rank();
+  const auto result = sw::testing::same_error_on_every_rank<std::runtime_error>(
+      MPI_COMM_WORLD, [&] { throw std::runtime_error("rank " + std::to_string(rank) + " failed"); }, "failed");
+  EXPECT_FALSE(result);  // the same on every rank: every rank gathered every text
+  EXPECT_NE(std::string(result.message()).find("rank 1: threw \"rank 1 failed\""), std::string::npos)
+      << result.message();
+}
+
+TEST(SameErrorOnEveryRank, CatchesARankThatDoesNotThrow) {
+  const int rank = sw::testing::world_rank();
+  const auto result = sw::testing::same_error_on_every_rank<std::runtime_error>(
+      MPI_COMM_WORLD, [&] { if (rank != 0) throw std::runtime_error("only some ranks"); }, "only some ranks");
+  EXPECT_FALSE(result);
+}
+
+TEST(SameErrorOnEveryRank, AcceptsTheSameErrorEverywhere) {
+  EXPECT_TRUE(sw::testing::same_error_on_every_rank<std::logic_error>(
+      MPI_COMM_WORLD, [] { throw std::logic_error("the same"); }, "the same"));
+}
+
+// ---- Mesh: extents and rank counts (local checks, the same text everywhere) -------------------
+
+TEST(MeshErrors, TooManyRanks) {
+  expect_same_error_on_every_rank<std::invalid_argument>(
+      MPI_COMM_WORLD, [] { (void)Elastic{1 << 30}; },
+      "shardwise::Mesh: the mesh would have 2147483648 ranks (dp=1073741824 x tp=2), more than an int holds "
+      "(2147483647); make the extents smaller");
+}
+
+TEST(MeshErrors, ExtentAboveAnInt) {
+  expect_same_error_on_every_rank<std::invalid_argument>(
+      MPI_COMM_WORLD, [] { (void)Elastic{2147483648L}; },
+      "shardwise::Mesh: axis \"dp\": extent 2147483648 does not fit in an int");
+}
+
+TEST(MeshErrors, ExtentBelowOne) {
+  expect_same_error_on_every_rank<std::invalid_argument>(
+      MPI_COMM_WORLD, [] { (void)Elastic{0}; }, "shardwise::Mesh: axis \"dp\": an extent must be at least 1, got 0");
+}
+
+// ---- ProcessGroupMesh: a mesh whose size is not the communicator's ---------------------------
+
+TEST(ProcessGroupMeshErrors, MeshSizeIsNotTheWorldSize) {
+  const int p = world_size();
+  expect_same_error_on_every_rank<std::invalid_argument>(
+      MPI_COMM_WORLD, [&] { sw::ProcessGroupMesh<Line> groups(MPI_COMM_WORLD, Line{p + 1}); },
+      "shardwise::ProcessGroupMesh: the mesh has " + std::to_string(p + 1) + " ranks (p=" + std::to_string(p + 1) +
+          ") but the communicator has " + std::to_string(p));
+}
+
+// ---- ShardedMatrix::scatter: a root that is not a rank --------------------------------------
+
+using Rows = sw::TensorSharding<sw::Split<"p">, sw::Replicated>;
+
+TEST(ShardedMatrixErrors, ScatterRootOutOfRange) {
+  const int p = world_size();
+  sw::ProcessGroupMesh<Line> groups(MPI_COMM_WORLD, Line{p});
+  const Eigen::MatrixXd global = Eigen::MatrixXd::Ones(6, 3);
+  for (const int root : {p, -1})
+    expect_same_error_on_every_rank<std::invalid_argument>(
+        MPI_COMM_WORLD, [&] { (void)sw::ShardedMatrix<double, Line, Rows>::scatter(groups, global, root); },
+        "shardwise::ShardedMatrix::scatter: root " + std::to_string(root) +
+            " is not a rank of the mesh; give a rank from 0 to " + std::to_string(p - 1));
+}
+
+// ---- PipelineEngine::run: a negative number of rows ------------------------------------------
+
+struct Identity {
+  using scalar_type = double;
+  using Matrix = sw::PipelineMatrix<double>;
+  [[nodiscard]] std::int64_t input_width() const { return 4; }
+  [[nodiscard]] std::int64_t output_width() const { return 4; }
+  void forward(int, const Matrix& in, Matrix& out) { out = in; }
+  void backward(int, const Matrix& grad_out, Matrix* grad_in) {
+    if (grad_in != nullptr) *grad_in = grad_out;
+  }
+};
+
+// Every stage must reject the count, first and last stages included, with one text (the first
+// and the last stage used to report their inputs' or targets' shape instead: "-4 x 4").
+template <int Stages>
+void expect_negative_rows_rejected() {
+  using Stack = sw::Mesh<sw::Axis<"dp", sw::dynamic_extent>, sw::Axis<"pp", Stages>>;
+  sw::ProcessGroupMesh<Stack> groups(MPI_COMM_WORLD, Stack{world_size() / Stages});
+  Identity stage;
+  sw::PipelineEngine<sw::Pipeline<Stages, 2, sw::schedule::OneFOneB>, Identity> engine(groups.group_along({"pp"}),
+                                                                                         stage);
+  const sw::PipelineMatrix<double> empty(0, 4);
+  expect_same_error_on_every_rank<std::invalid_argument>(
+      MPI_COMM_WORLD, [&] { (void)engine.run(-4, empty, empty, [](int) { return 1.0; }, [](int) {}); },
+      "shardwise::PipelineEngine::run: rows is -4; a batch has 0 or more rows");
+}
+
+TEST(PipelineErrors, NegativeRowsOneStage) { expect_negative_rows_rejected<1>(); }
+
+TEST(PipelineErrors, NegativeRowsTwoStages) {
+  if (world_size() % 2 != 0) GTEST_SKIP() << "two stages need an even number of ranks";
+  expect_negative_rows_rejected<2>();
+}
+
+// ---- ParallelContext: an axis named twice in one mode --------------------------------------
+
+TEST(ParallelContextErrors, AxisNamedTwiceInAMode) {
+  using Grid = sw::Mesh<sw::Axis<"dp", sw::dynamic_extent>, sw::Axis<"tp", 1>>;
+  expect_same_error_on_every_rank<std::invalid_argument>(
+      MPI_COMM_WORLD,
+      [] {
+        sw::ParallelContext<Grid> context(sw::ProcessGroupMesh<Grid>(MPI_COMM_WORLD, Grid{world_size()}),
+                                          {{sw::ParallelMode::tensor, {"tp", "tp"}}});
+      },
+      "shardwise::ParallelContext: mode tensor is bound to axis \"tp\" twice; name each axis once");
+}
+
+}  // namespace
