@@ -19,6 +19,9 @@
 #include "shardwise/nn/pipeline.hpp"
 #include "shardwise/parallel_context.hpp"
 #include "shardwise/process_group_mesh.hpp"
+#include "shardwise/matmul.hpp"
+#include "shardwise/nn/feed_forward.hpp"
+#include "shardwise/reshard.hpp"
 #include "shardwise/sharded_matrix.hpp"
 
 namespace {
@@ -26,6 +29,7 @@ namespace {
 namespace sw = shardwise;
 using sw::testing::expect_same_error_on_every_rank;
 using sw::testing::RankOutcome;
+using sw::testing::world_rank;
 using sw::testing::world_size;
 
 using Line = sw::Mesh<sw::Axis<"p", sw::dynamic_extent>>;
@@ -184,6 +188,155 @@ TEST(ParallelContextErrors, AxisNamedTwiceInAMode) {
                                           {{sw::ParallelMode::tensor, {"tp", "tp"}}});
       },
       "shardwise::ParallelContext: mode tensor is bound to axis \"tp\" twice; name each axis once");
+}
+
+// ---- one rank's shape differs: every operation agrees first ----------------------------------
+
+using Whole = sw::TensorSharding<sw::Replicated, sw::Replicated>;
+using Cols = sw::TensorSharding<sw::Replicated, sw::Split<"p">>;
+/// 9 rows everywhere but on rank 1 (10): a mistake made on one rank only.
+std::int64_t rows_off_on_rank_one() { return world_rank() == 1 ? 10 : 9; }
+
+TEST(OneRankDiffers, ToGlobal) {
+  sw::ProcessGroupMesh<Line> groups(MPI_COMM_WORLD, Line{world_size()});
+  const sw::ShardedMatrix<double, Line, Rows> a(groups, rows_off_on_rank_one(), 6);
+  expect_same_error_on_every_rank<std::invalid_argument>(
+      MPI_COMM_WORLD, [&] { (void)a.to_global(); },
+      "shardwise::ShardedMatrix::to_global: the global shapes differ across ranks");
+}
+
+TEST(OneRankDiffers, ReshardAndReduce) {
+  sw::ProcessGroupMesh<Line> groups(MPI_COMM_WORLD, Line{world_size()});
+  const sw::ShardedMatrix<double, Line, Rows> a(groups, rows_off_on_rank_one(), 6);
+  expect_same_error_on_every_rank<std::invalid_argument>(
+      MPI_COMM_WORLD, [&] { (void)sw::reshard<Whole>(a); }, "shardwise::reshard: the global shapes differ across ranks");
+  using Pending = sw::TensorSharding<sw::Replicated, sw::Replicated, sw::Partial<"p">>;
+  const sw::ShardedMatrix<double, Line, Pending> partial(groups, rows_off_on_rank_one(), 6);
+  expect_same_error_on_every_rank<std::invalid_argument>(
+      MPI_COMM_WORLD, [&] { (void)sw::reduce(partial); }, "shardwise::reshard: the global shapes differ across ranks");
+}
+
+TEST(OneRankDiffers, MatmulIntoAnOutputOfAnotherShape) {
+  sw::ProcessGroupMesh<Line> groups(MPI_COMM_WORLD, Line{world_size()});
+  const sw::ShardedMatrix<double, Line, Cols> a(groups, 9, 8);
+  const sw::ShardedMatrix<double, Line, Rows> b(groups, 8, 6);
+  sw::ShardedMatrix<double, Line, Whole> c(groups, rows_off_on_rank_one(), 6);
+  expect_same_error_on_every_rank<std::invalid_argument>(
+      MPI_COMM_WORLD, [&] { sw::matmul_into(c, a, b); },
+      "shardwise::matmul_into: the shapes of A, B and C differ across ranks");
+}
+
+TEST(OneRankDiffers, FromLocalWithAWrongBlock) {
+  const int p = world_size();
+  sw::ProcessGroupMesh<Line> groups(MPI_COMM_WORLD, Line{p});
+  using Block = sw::ShardedMatrix<double, Line, Rows>::local_matrix;
+  const std::int64_t mine = sw::detail::block_size(12, p, world_rank());
+  const Block block = Block::Zero(world_rank() == 1 ? mine + 1 : mine, 5);
+  expect_same_error_on_every_rank<std::invalid_argument>(
+      MPI_COMM_WORLD, [&] { (void)sw::ShardedMatrix<double, Line, Rows>::from_local(groups, 12, 5, block); },
+      "shardwise::ShardedMatrix::from_local: the block is " + std::to_string(mine + 1) + " x 5 but this rank's block of "
+          "a 12 x 5 matrix is " + std::to_string(mine) + " x 5 (on rank 1)");
+}
+
+template <typename ShX>
+void expect_ffn_batch_mismatch_caught() {
+  using Layer = sw::FeedForward<double, Line, ShX, sw::TensorSharding<sw::Replicated, sw::Split<"p">>,
+                                sw::TensorSharding<sw::Split<"p">, sw::Replicated>>;
+  sw::ProcessGroupMesh<Line> groups(MPI_COMM_WORLD, Line{world_size()});
+  Layer layer(groups, 4, 8);
+  typename Layer::Cache cache;
+  const std::int64_t batch = world_rank() == 1 ? 3 : 2;
+  const typename Layer::input_type x(groups, batch, 4, 4);
+  expect_same_error_on_every_rank<std::invalid_argument>(
+      MPI_COMM_WORLD, [&] { (void)layer.forward(x, cache); },
+      "shardwise::FeedForward::forward: the shapes of X and Y differ across ranks");
+  // A forward that every rank agrees on, then a backward whose dY differs on rank 1.
+  const typename Layer::input_type good(groups, 2, 4, 4);
+  (void)layer.forward(good, cache);
+  const typename Layer::output_type dy(groups, batch, 4, 4);
+  expect_same_error_on_every_rank<std::invalid_argument>(
+      MPI_COMM_WORLD, [&] { (void)layer.backward(dy, cache); }, "shardwise::FeedForward::backward: ");
+}
+
+TEST(OneRankDiffers, FeedForwardBatchMegatronTP) {
+  expect_ffn_batch_mismatch_caught<sw::TensorSharding<sw::Replicated, sw::Replicated, sw::Replicated>>();
+}
+TEST(OneRankDiffers, FeedForwardBatchMegatronSP) {
+  expect_ffn_batch_mismatch_caught<sw::TensorSharding<sw::Replicated, sw::Split<"p">, sw::Replicated>>();
+}
+
+TEST(OneRankDiffers, PipelineRows) {
+  if (world_size() % 2 != 0) GTEST_SKIP() << "two stages need an even number of ranks";
+  using Stack = sw::Mesh<sw::Axis<"dp", sw::dynamic_extent>, sw::Axis<"pp", 2>>;
+  sw::ProcessGroupMesh<Stack> groups(MPI_COMM_WORLD, Stack{world_size() / 2});
+  Identity stage;
+  sw::PipelineEngine<sw::Pipeline<2, 2, sw::schedule::OneFOneB>, Identity> engine(groups.group_along({"pp"}), stage);
+  // Rows differ on the second stage of every replica (each replica runs its own pipeline).
+  const std::int64_t rows = groups.coordinate()[1] == 1 ? 5 : 4;
+  const sw::PipelineMatrix<double> data = sw::PipelineMatrix<double>::Zero(rows, 4);
+  expect_same_error_on_every_rank<std::invalid_argument>(
+      MPI_COMM_WORLD, [&] { (void)engine.run(rows, data, data, [](int) { return 1.0; }, [](int) {}); },
+      "shardwise::PipelineEngine::run: the batch's rows differ across ranks");
+}
+
+// ---- a matrix or a mesh moved from ----------------------------------------------------------
+
+TEST(MovedFrom, AMatrixPassedToMatmul) {
+  sw::ProcessGroupMesh<Line> groups(MPI_COMM_WORLD, Line{world_size()});
+  sw::ShardedMatrix<double, Line, Cols> a(groups, 9, 8);
+  const sw::ShardedMatrix<double, Line, Rows> b(groups, 8, 6);
+  const auto taken = std::move(a);
+  expect_same_error_on_every_rank<std::logic_error>(
+      MPI_COMM_WORLD, [&] { (void)sw::matmul(a, b); },  // NOLINT(bugprone-use-after-move): the point
+      "shardwise::matmul: A was moved from (it holds no block and no groups)");
+}
+
+TEST(MovedFrom, MatricesOutliveTheMeshHandedToAContext) {
+  // Matrices share their groups: moving the mesh into a ParallelContext leaves them working.
+  const int p = world_size();
+  sw::ProcessGroupMesh<Line> groups(MPI_COMM_WORLD, Line{p});
+  const Eigen::MatrixXd ga = Eigen::MatrixXd::Random(7, 5), gb = Eigen::MatrixXd::Random(5, 4);
+  Eigen::MatrixXd a_all = ga, b_all = gb;
+  MPI_Bcast(a_all.data(), static_cast<int>(a_all.size()), MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  MPI_Bcast(b_all.data(), static_cast<int>(b_all.size()), MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  const auto a = sw::ShardedMatrix<double, Line, Cols>::distribute(groups, a_all);
+  const auto b = sw::ShardedMatrix<double, Line, Rows>::distribute(groups, b_all);
+  sw::ParallelContext<Line> context(std::move(groups), {{sw::ParallelMode::tensor, {"p"}}});
+  const Eigen::MatrixXd c = sw::matmul(a, b).to_global();
+  EXPECT_LE((c - a_all * b_all).norm(), 1e-12 * (a_all * b_all).norm());
+  expect_same_error_on_every_rank<std::logic_error>(
+      MPI_COMM_WORLD, [&] { (void)groups.world(); },  // NOLINT(bugprone-use-after-move): the point
+      "shardwise::ProcessGroupMesh::world: this ProcessGroupMesh was moved from");
+}
+
+// ---- matmul_into with C aliasing A or B: computed through a temporary --------------------------
+
+TEST(Aliasing, OutputIsAnInput) {
+  const int p = world_size();
+  sw::ProcessGroupMesh<Line> groups(MPI_COMM_WORLD, Line{p});
+  Eigen::MatrixXd x_all = Eigen::MatrixXd::Random(7, 7), w_all = Eigen::MatrixXd::Random(7, 7);
+  MPI_Bcast(x_all.data(), 49, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  MPI_Bcast(w_all.data(), 49, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  const Eigen::MatrixXd want = x_all * w_all;
+  auto error = [&](const Eigen::MatrixXd& got) { return (got - want).cwiseAbs().maxCoeff(); };
+  {  // C is A, rows split
+    auto x = sw::ShardedMatrix<double, Line, Rows>::distribute(groups, x_all);
+    const auto w = sw::ShardedMatrix<double, Line, Whole>::distribute(groups, w_all);
+    sw::matmul_into(x, x, w);
+    EXPECT_LE(error(x.to_global()), 1e-12);
+  }
+  {  // C is B, replicated: every operand whole on every rank
+    const auto x = sw::ShardedMatrix<double, Line, Whole>::distribute(groups, x_all);
+    auto w = sw::ShardedMatrix<double, Line, Whole>::distribute(groups, w_all);
+    sw::matmul_into(w, x, w);
+    EXPECT_LE(error(w.to_global()), 1e-12);
+  }
+  {  // C is A, columns split, the product's pending sum scattered into it
+    auto x = sw::ShardedMatrix<double, Line, Cols>::distribute(groups, x_all);
+    const auto w = sw::ShardedMatrix<double, Line, Rows>::distribute(groups, w_all);
+    sw::matmul_into(x, x, w);
+    EXPECT_LE(error(x.to_global()), 1e-12);
+  }
 }
 
 }  // namespace

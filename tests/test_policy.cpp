@@ -177,6 +177,25 @@ using ElasticMatched = Plan<Elastic, TS<Replicated, Split<"dp">>, TS<Split<"dp">
 static_assert(std::is_same_v<ElasticMatched::policy, sw::policy::MatchedInner>);
 static_assert(ElasticMatched::max_traffic(Elastic{4}, {8, 8, 8}, 1) == sw::Traffic{2 * 3 * 64 / 4, 6});
 
+// ---- asking without failing a compile: valid_matmul and matmul_error_v ---------------------
+static_assert(sw::valid_matmul<Grid, TS<Replicated, Split<"y">>, TS<Split<"y">, Replicated>>);
+static_assert(sw::matmul_error_v<Grid, TS<Replicated, Split<"y">>, TS<Split<"y">, Replicated>>.empty());
+static_assert(!sw::valid_matmul<Grid, TS<Split<"x">, Replicated>, TS<Replicated, Split<"x">>>);
+static_assert(sw::matmul_error_v<Grid, TS<Split<"x">, Replicated>, TS<Replicated, Split<"x">>>.find(
+                  "the same mesh axis splits the rows of A (m) and the columns of B (n)") != std::string_view::npos);
+// ... which a requested output without the conflict resolves, by gathering B's columns first.
+static_assert(sw::valid_matmul<Grid, TS<Split<"x">, Replicated>, TS<Replicated, Split<"x">>, TS<Split<"x">, Replicated>>);
+static_assert(!sw::valid_matmul<Grid, TS<Split<"z">, Replicated>, Rep>);                // no axis z
+static_assert(!sw::valid_matmul<Grid, TS<Split<"x">>, Rep>);                             // one dimension
+static_assert(!sw::valid_matmul<Grid, Split<"x">, Rep>);                                 // not a TensorSharding
+static_assert(!sw::valid_matmul<Grid, TS<Replicated, Replicated, Partial<"x">>, Rep>);  // a Partial input
+static_assert(!sw::valid_matmul<Grid, Rep, Rep, sw::NaturalOutput, sw::variant::Summa<>>);
+static_assert(sw::matmul_error_v<Grid, Rep, Rep, sw::NaturalOutput, sw::variant::Ring>.find("ring variant") !=
+              std::string_view::npos);
+static_assert(!sw::valid_matmul<Grid, TS<Split<"x">, Replicated>, Rep, TS<Split<"y">, Replicated>>);
+static_assert(sw::matmul_error_v<Grid, TS<Split<"x">, Replicated>, Rep, TS<Split<"y">, Replicated>>.find(
+                  "cannot be reached for the rows (m)") != std::string_view::npos);
+
 // ---- run-time checks -----------------------------------------------------------------
 
 TEST(Policy, DescribeSeedCases) {

@@ -53,6 +53,15 @@ inline constexpr uninitialized_t uninitialized{};
 template <typename Scalar, int Order>
 using dense_matrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Order>;
 
+/// checked_sharding for a matrix, reached only for a TensorSharding (a bare Split<...> has its
+/// own message below, and no other).
+template <typename M, typename Sh, bool IsTensorSharding>
+struct matrix_sharding_check {
+  static constexpr bool value = false;
+};
+template <typename M, typename Sh>
+struct matrix_sharding_check<M, Sh, true> : checked_sharding<M, Sh, 2> {};
+
 /// The checks a ShardedMatrix's parameters must pass, each with its own message.
 template <typename M, typename Sh>
 struct checked_matrix_sharding {
@@ -60,10 +69,9 @@ struct checked_matrix_sharding {
                 "shardwise::ShardedMatrix<Scalar, Mesh, Sharding>: the sharding must be a "
                 "shardwise::TensorSharding<rows, columns>, e.g. TensorSharding<Split<\"x\">, Replicated>; a bare "
                 "Split<...> or Replicated describes one dimension only");
-  static constexpr bool value = [] {
-    if constexpr (is_tensor_sharding_v<Sh>) return checked_sharding<M, Sh, 2>::value;
-    else return false;
-  }();
+  // Deriving completes the inner checker, whose static_asserts then report a wrong rank or axis.
+  static constexpr bool value = matrix_sharding_check<M, Sh, is_tensor_sharding_v<Sh>>::value;
+  static_assert(sizeof(matrix_sharding_check<M, Sh, is_tensor_sharding_v<Sh>>) > 0);
 };
 
 }  // namespace detail

@@ -104,8 +104,8 @@ inline void agree_on_all_ranks(AnyCommunicator& comm, std::span<const std::int64
     std::vector<int> chars(static_cast<std::size_t>(length));
     if (comm.rank() == first) std::copy(problem.text().begin(), problem.text().end(), chars.begin());
     comm.broadcast(std::span<int>(chars), first);
-    throw std::invalid_argument(std::string(operation) + ": on rank " + std::to_string(first) + ", " +
-                                std::string(chars.begin(), chars.end()));
+    throw std::invalid_argument(std::string(operation) + ": " + std::string(chars.begin(), chars.end()) +
+                                " (on rank " + std::to_string(first) + ")");
   }
   for (std::size_t i = 0; i < n; ++i)
     if (all[i] != -all[n + i]) detail::throw_disagreement(operation, what, i, -all[n + i], all[i]);

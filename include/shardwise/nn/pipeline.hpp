@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "shardwise/comm/any_communicator.hpp"
+#include "shardwise/comm/consistency.hpp"
 #include "shardwise/detail/partition.hpp"
 #include "shardwise/traffic.hpp"
 #include "shardwise/nn/pipeline_schedule.hpp"
@@ -166,19 +167,20 @@ class PipelineEngine {
   template <typename Scale, typename AfterBackward>
   double run(std::int64_t rows, const Eigen::Ref<const matrix>& inputs, const Eigen::Ref<const matrix>& targets,
              Scale&& scale, AfterBackward&& after_backward) {
-    // First, so that a negative count is not reported as a shape mismatch of -4 x 4.
-    if (rows < 0)
-      throw std::invalid_argument("shardwise::PipelineEngine::run: rows is " + std::to_string(rows) +
-                                  "; a batch has 0 or more rows");
+    // The stages agree on `rows` and on whether any stage's input is wrong before anything moves:
+    // a mistake on one stage is the same error on all of them, never a stage waiting forever.
     const std::int64_t in_width = module_->input_width(), out_width = module_->output_width();
+    LocalProblem problem;
+    if (rows < 0)  // first, so that a negative count is not reported as a shape mismatch of -4 x 4
+      problem.set("rows is " + std::to_string(rows) + "; a batch has 0 or more rows");
     if (is_first() && (inputs.rows() != rows || inputs.cols() != in_width))
-      throw std::invalid_argument("shardwise::PipelineEngine::run: the first stage needs inputs of " +
-                                  std::to_string(rows) + " x " + std::to_string(in_width) + ", got " +
-                                  std::to_string(inputs.rows()) + " x " + std::to_string(inputs.cols()));
+      problem.set("the first stage needs inputs of " + std::to_string(rows) + " x " + std::to_string(in_width) +
+                  ", got " + std::to_string(inputs.rows()) + " x " + std::to_string(inputs.cols()));
     if (is_last() && (targets.rows() != rows || targets.cols() != out_width))
-      throw std::invalid_argument("shardwise::PipelineEngine::run: the last stage needs targets of " +
-                                  std::to_string(rows) + " x " + std::to_string(out_width) + ", got " +
-                                  std::to_string(targets.rows()) + " x " + std::to_string(targets.cols()));
+      problem.set("the last stage needs targets of " + std::to_string(rows) + " x " + std::to_string(out_width) +
+                  ", got " + std::to_string(targets.rows()) + " x " + std::to_string(targets.cols()));
+    const std::int64_t agreed[] = {rows};
+    agree_on_all_ranks(*comm_, agreed, problem, "shardwise::PipelineEngine::run", "the batch's rows");
     for (int r = 0; r < micro_batches; ++r) {
       const auto i = static_cast<std::size_t>(r);
       const std::int64_t n = micro_batch_rows(rows, r);
