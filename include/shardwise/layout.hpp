@@ -14,6 +14,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 
 #include "shardwise/detail/partition.hpp"
 #include "shardwise/detail/static_vector.hpp"
@@ -270,5 +271,44 @@ constexpr tensor_extents strides_of(const tensor_extents& extents, const dim_ord
   return strides;
 }
 
+// ---- a sharding value back as a type ---------------------------------------------------------
+
+template <MeshType M, const tensor_axes& T, int D, typename Positions>
+struct dim_sharding_of;
+template <MeshType M, const tensor_axes& T, int D>
+struct dim_sharding_of<M, T, D, std::index_sequence<>> {
+  using type = Replicated;
+};
+template <MeshType M, const tensor_axes& T, int D, std::size_t... I>
+struct dim_sharding_of<M, T, D, std::index_sequence<I...>> {
+  using type = Split<M::template axis_type<static_cast<std::size_t>(T.dims[D][I])>::fixed_name...>;
+};
+
+template <MeshType M, const tensor_axes& T, typename Positions>
+struct partial_of_axes;
+template <MeshType M, const tensor_axes& T, std::size_t... I>
+struct partial_of_axes<M, T, std::index_sequence<I...>> {
+  using type = Partial<M::template axis_type<static_cast<std::size_t>(T.partial[I])>::fixed_name...>;
+};
+
+template <MeshType M, const tensor_axes& T, typename Dims, bool HasPartial = !T.partial.empty()>
+struct sharding_of_axes;
+template <MeshType M, const tensor_axes& T, std::size_t... D>
+struct sharding_of_axes<M, T, std::index_sequence<D...>, false> {
+  using type = TensorSharding<typename dim_sharding_of<M, T, D, std::make_index_sequence<T.dims[D].size()>>::type...>;
+};
+template <MeshType M, const tensor_axes& T, std::size_t... D>
+struct sharding_of_axes<M, T, std::index_sequence<D...>, true> {
+  using type = TensorSharding<typename dim_sharding_of<M, T, D, std::make_index_sequence<T.dims[D].size()>>::type...,
+                              typename partial_of_axes<M, T, std::make_index_sequence<T.partial.size()>>::type>;
+};
+
 }  // namespace detail
+
+/// The TensorSharding type of a sharding computed as a value (a constexpr tensor_axes with
+/// static storage, such as a planner's answer): the way back from values to types.
+template <MeshType M, const detail::tensor_axes& T>
+using sharding_of_t =
+    typename detail::sharding_of_axes<M, T, std::make_index_sequence<static_cast<std::size_t>(T.rank)>>::type;
+
 }  // namespace shardwise

@@ -18,6 +18,7 @@
 #include <type_traits>
 
 #include "shardwise/detail/fixed_string.hpp"
+#include "shardwise/detail/pack.hpp"
 
 /// Compile-time tensor parallelism: meshes and shardings as types, the matmul policies
 /// they select, communicators and neural-network layers. Names in shardwise::detail are
@@ -41,6 +42,8 @@ struct Axis {
 
   /// The axis name, as sharding types and group lookups spell it ("tp").
   static constexpr std::string_view name = Name.view();
+  /// The same name as a template argument (to build a Split<...> naming this axis).
+  static constexpr auto fixed_name = Name;
   /// The extent given in the type, or dynamic_extent when it comes at run time.
   static constexpr std::size_t static_extent = Extent;
 };
@@ -137,6 +140,9 @@ class Mesh {
       (std::size_t{0} + ... + std::size_t{Axes::static_extent == dynamic_extent});
   /// True when every extent is in the type (then Mesh{} needs no arguments).
   static constexpr bool is_static = dynamic_count == 0;
+  /// The Axis<name, extent> type of axis number I.
+  template <std::size_t I>
+  using axis_type = typename detail::pack_element<I, Axes...>::type;
 
   static_assert(detail::all_distinct(names),
                 "shardwise::Mesh: two axes have the same name; give every axis a distinct name");

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "shardwise/detail/pack.hpp"
 #include "shardwise/detail/static_vector.hpp"
 #include "shardwise/detail/text.hpp"
 #include "shardwise/mesh.hpp"
@@ -81,15 +82,6 @@ constexpr name_list every_axis_named() {
   ((void)[&] { for (auto name : P::axes) all.push_back(name); }(), ...);
   return all;
 }
-
-// Type at position I of a pack, without <tuple>. Hidden from Doxygen, which takes the
-// recursion for a recursive class relation and warns.
-/// @cond
-template <std::size_t I, typename T, typename... Rest>
-struct pack_element : pack_element<I - 1, Rest...> {};
-template <typename T, typename... Rest>
-struct pack_element<0, T, Rest...> { using type = T; };
-/// @endcond
 
 }  // namespace detail
 

@@ -91,4 +91,28 @@ void permute_copy(const Scalar* from, const dim_order& from_order, Scalar* to, c
   }
 }
 
+/// Copies the box of `box` extents at `offsets` out of (`out_of` true) or into a row-major
+/// tensor of `whole` extents at `tensor`, from or to a row-major block at `block`: how a rank
+/// takes its block out of a global tensor. One memcpy per innermost run.
+template <typename Scalar>
+void copy_box(const Scalar* from, Scalar* to, const tensor_extents& whole, const tensor_extents& offsets,
+              const tensor_extents& box, int rank, bool out_of) {
+  if (rank == 0 || element_count(box, rank) == 0) return;
+  const tensor_extents strides = strides_of(whole, dim_order::row_major(rank));
+  const std::int64_t run = box[static_cast<std::size_t>(rank - 1)];
+  const std::int64_t runs = element_count(box, rank) / run;
+  tensor_extents index{};
+  for (std::int64_t r = 0; r < runs; ++r) {
+    std::int64_t at = offsets[static_cast<std::size_t>(rank - 1)];
+    for (int d = 0; d + 1 < rank; ++d)
+      at += (offsets[static_cast<std::size_t>(d)] + index[static_cast<std::size_t>(d)]) * strides[static_cast<std::size_t>(d)];
+    if (out_of) std::memcpy(to + r * run, from + at, static_cast<std::size_t>(run) * sizeof(Scalar));
+    else std::memcpy(to + at, from + r * run, static_cast<std::size_t>(run) * sizeof(Scalar));
+    for (int d = rank - 2; d >= 0; --d) {  // the next run, the last outer index fastest
+      if (++index[static_cast<std::size_t>(d)] < box[static_cast<std::size_t>(d)]) break;
+      index[static_cast<std::size_t>(d)] = 0;
+    }
+  }
+}
+
 }  // namespace shardwise::detail

@@ -15,6 +15,8 @@
 #include "shardwise/layout.hpp"
 #include "shardwise/mesh.hpp"
 #include "shardwise/plan/contraction.hpp"
+#include "shardwise/plan/einsum_plan.hpp"
+#include "shardwise/plan/policy.hpp"
 #include "shardwise/plan/cost.hpp"
 #include "shardwise/plan/describe.hpp"
 #include "shardwise/plan/step.hpp"
@@ -22,45 +24,6 @@
 #include "shardwise/traffic.hpp"
 
 namespace shardwise {
-
-/// The five policy families. Write am, ak for the axes splitting A's rows and columns, bk,
-/// bn for B's. Every pair of shardings falls in exactly one.
-namespace policy {
-/// am = ak = bk = bn = none: every rank multiplies whole matrices.
-struct Unsharded { static constexpr std::string_view name = "Unsharded"; };
-/// ak = bk (not none), am = bn = none: local GEMM gives a partial C, then AllReduce over ak.
-struct MatchedInner { static constexpr std::string_view name = "MatchedInner"; };
-/// ak != bk, am = bn = none: AllGather A and B along k, then a local GEMM.
-struct UnmatchedInner { static constexpr std::string_view name = "UnmatchedInner"; };
-/// Exactly one of am, bn split: C keeps that split.
-struct Outer { static constexpr std::string_view name = "Outer"; };
-/// Both am and bn split: C = [am, bn].
-struct Full { static constexpr std::string_view name = "Full"; };
-}  // namespace policy
-
-/// How a schedule is executed. The bytes moved are the same for standard and ring.
-namespace variant {
-/// Collectives, then the GEMM (or the GEMM, then collectives).
-struct Standard { static constexpr std::string_view name = "standard"; };
-/// The one AllGather along k (or the one ReduceScatter) runs as a ring of nonblocking
-/// messages, each block multiplied while the next is in flight.
-struct Ring { static constexpr std::string_view name = "ring"; };
-/// SUMMA for A = [X, Y], B = [X, Y]: panels of at most PanelWidth columns of A are
-/// broadcast over Y and rows of B over X, one GEMM per panel; no operand is gathered whole.
-template <int PanelWidth = 256>
-struct Summa {
-  static_assert(PanelWidth >= 1, "shardwise::variant::Summa: the panel width must be at least 1");
-  static constexpr std::string_view name = "summa";
-  static constexpr int panel_width = PanelWidth;
-};
-}  // namespace variant
-
-inline constexpr variant::Standard standard{};
-inline constexpr variant::Ring ring{};
-inline constexpr variant::Summa<> summa{};
-
-/// Ask matmul for the output the policy produces without extra communication: C = [am, bn].
-struct NaturalOutput {};
 
 /// Global matmul shape: C[m,n] = A[m,k] * B[k,n].
 struct MatmulShape {
@@ -70,54 +33,8 @@ struct MatmulShape {
 
 namespace detail {
 
-enum class PolicyKind { unsharded, matched_inner, unmatched_inner, outer, full };
-
-constexpr PolicyKind classify(const tensor_axes& a, const tensor_axes& b) {
-  const axis_list &am = a.dim(0), &ak = a.dim(1), &bk = b.dim(0), &bn = b.dim(1);
-  if (am.empty() && bn.empty()) {
-    if (ak.empty() && bk.empty()) return PolicyKind::unsharded;
-    return ak == bk ? PolicyKind::matched_inner : PolicyKind::unmatched_inner;
-  }
-  return (am.empty() || bn.empty()) ? PolicyKind::outer : PolicyKind::full;
-}
-
-template <PolicyKind K> struct policy_type;
-template <> struct policy_type<PolicyKind::unsharded> { using type = policy::Unsharded; };
-template <> struct policy_type<PolicyKind::matched_inner> { using type = policy::MatchedInner; };
-template <> struct policy_type<PolicyKind::unmatched_inner> { using type = policy::UnmatchedInner; };
-template <> struct policy_type<PolicyKind::outer> { using type = policy::Outer; };
-template <> struct policy_type<PolicyKind::full> { using type = policy::Full; };
-
-template <typename V> struct variant_traits;
-template <> struct variant_traits<variant::Standard> {
-  static constexpr VariantKind kind = VariantKind::standard;
-  static constexpr int panel_width = 0;
-};
-template <> struct variant_traits<variant::Ring> {
-  static constexpr VariantKind kind = VariantKind::ring;
-  static constexpr int panel_width = 0;
-};
-template <int W> struct variant_traits<variant::Summa<W>> {
-  static constexpr VariantKind kind = VariantKind::summa;
-  static constexpr int panel_width = W;
-};
-template <typename V>
-concept MatmulVariant = requires { variant_traits<V>::kind; };
-
 /// Global extents of A, B and C.
 constexpr operand_extents matmul_extents(const MatmulShape& s) { return {{{s.m, s.k}, {s.k, s.n}, {s.m, s.n}}}; }
-
-// [am, bn], or a replicated placeholder where that is no valid sharding (wrong ranks, or am and
-// bn sharing an axis), so that only the error that names the cause is reported.
-template <typename ShA, typename ShB, bool InputsValid>
-struct natural_output {
-  using type = replicated_sharding_t<2>;
-};
-template <typename ShA, typename ShB>
-  requires(!intersects_names(ShA::dim_axes[0], ShB::dim_axes[1]))
-struct natural_output<ShA, ShB, true> {
-  using type = TensorSharding<typename ShA::template dim<0>, typename ShB::template dim<1>>;
-};
 
 // Every way a matmul can fail to plan, with its message: the static_asserts of matmul_plan and
 // matmul_error_v both read this one list.
@@ -178,46 +95,15 @@ constexpr MatmulError matmul_error_of(const plan_error& e) {
   return MatmulError::none;
 }
 
-/// Everything a matmul plan computes, or why it cannot be made; never a hard error, so that
-/// valid_matmul can ask without failing a compile.
+/// Everything a matmul plan computes (the contraction "mk,kn->mn"), or why it cannot be made;
+/// never a hard error, so that valid_matmul can ask without failing a compile.
 template <MeshType M, typename ShA, typename ShB, typename ShC, typename Variant>
-struct matmul_analysis {
-  static constexpr bool shardings_valid = [] {
-    if constexpr (!TensorShardingType<ShA> || !TensorShardingType<ShB>) {
-      return false;
-    } else {
-      if (sharding_error<M, ShA, 2>() != ShardingError::none || sharding_error<M, ShB, 2>() != ShardingError::none)
-        return false;
-      if constexpr (std::is_same_v<ShC, NaturalOutput>) return true;
-      else if constexpr (!TensorShardingType<ShC>) return false;
-      else return sharding_error<M, ShC, 2>() == ShardingError::none;
-    }
-  }();
-  static constexpr bool inputs_partial = [] {
-    if constexpr (TensorShardingType<ShA> && TensorShardingType<ShB>) return ShA::is_partial || ShB::is_partial;
-    else return false;
-  }();
-
-  using natural = typename natural_output<ShA, ShB, shardings_valid>::type;
-  using output = std::conditional_t<std::is_same_v<ShC, NaturalOutput>, natural, ShC>;
-
-  static constexpr contraction_plan_data data = [] {
-    if constexpr (shardings_valid && MatmulVariant<Variant>) {
-      return plan_contraction(matmul_indices, tensor_axes::of(resolve_sharding<M, ShA>()),
-                              tensor_axes::of(resolve_sharding<M, ShB>()), tensor_axes::of(resolve_sharding<M, output>()),
-                              std::is_same_v<ShC, NaturalOutput>, variant_traits<Variant>::kind);
-    } else {
-      return contraction_plan_data{};
-    }
-  }();
-
+struct matmul_analysis : contraction_analysis<M, matmul_indices, ShA, ShB, ShC, Variant> {
+  using base = contraction_analysis<M, matmul_indices, ShA, ShB, ShC, Variant>;
   static constexpr MatmulError error = [] {
-    if (!shardings_valid) return MatmulError::invalid_sharding;
-    if (inputs_partial) return MatmulError::input_partial;
-    // With the natural output, [am, bn] sharing an axis is the cause, whatever the variant.
-    if (std::is_same_v<ShC, NaturalOutput> && intersects(data.start[Operand::A].dim(0), data.start[Operand::B].dim(1)))
-      return MatmulError::same_axis_splits_m_and_n;
-    return matmul_error_of(data.error);
+    if (!base::shardings_valid) return MatmulError::invalid_sharding;
+    if (base::inputs_partial) return MatmulError::input_partial;
+    return matmul_error_of(base::error);
   }();
 };
 
@@ -264,10 +150,9 @@ struct matmul_plan {
 
  public:
   /// One of policy::Unsharded, MatchedInner, UnmatchedInner, Outer, Full.
-  using policy = typename detail::policy_type<detail::classify(analysis::data.start[Operand::A],
-                                                               analysis::data.start[Operand::B])>::type;
+  using policy = typename detail::policy_type<detail::classify(detail::matmul_indices, analysis::a, analysis::b)>::type;
   using variant_type = Variant;
-  static constexpr int summa_panel_width = detail::variant_traits<Variant>::panel_width;
+  static constexpr int summa_panel_width = analysis::panel_width;
   /// The steps the kernel runs, in order.
   static constexpr Schedule schedule = analysis::data.steps;
 
@@ -289,8 +174,7 @@ struct matmul_plan {
   /// schedule names (see detail::schedule_footprint).
   static constexpr std::int64_t footprint_bytes(const M& mesh, const typename M::coordinate_type& coordinate,
                                                 MatmulShape shape, std::int64_t scalar_bytes) {
-    return scalar_bytes * detail::schedule_footprint(schedule, initial_state(),
-                                                     detail::tensor_axes::of(detail::resolve_sharding<M, output_sharding>()),
+    return scalar_bytes * detail::schedule_footprint(schedule, initial_state(), analysis::c,
                                                      detail::matmul_extents(shape), detail::block_geometry(mesh, coordinate),
                                                      summa_panel_width);
   }

@@ -203,6 +203,9 @@ constexpr program lower(const Schedule& steps, const operand_axes& start, const 
         if (s.kind == StepKind::ring_gemm_reduce_scatter) oc = for_collective(oc, s.dim);
         if (!gemm_ready(indices, Operand::C, rc, oc, batch, rows, cols))
           oc = gemm_order(indices, Operand::C, batch, rows, cols);
+        // A GEMM writes the result's storage only in the result's order; otherwise it writes
+        // scratch, and the permutation at the end puts C in place.
+        if (l.writes_output && !(oc == output)) l.writes_output = false;
         l.result_order = oc;
         current[ic] = oc;
         break;

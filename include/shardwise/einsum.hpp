@@ -1,0 +1,120 @@
+// shardwise/einsum.hpp: two-operand contractions of sharded tensors, planned at compile time.
+//
+//   auto h  = sw::einsum<"bsm,mh->bsh">(x, w);                     // natural output sharding
+//   auto s  = sw::einsum<"bhqd,bhkd->bhqk">(q, k);                 // batch b, h; contract d
+//   auto y  = sw::einsum<"bsh,hm->bsm", TS<S<"dp">, R, R>>(h, w2); // a requested output
+//   auto yp = sw::einsum<"bsh,hm->bsm", TS<S<"dp">, R, R, P<"tp">>>(h, w2);  // keep the sum pending
+//   auto yr = sw::reduce(yp);                                      // ... finish it later
+//   sw::einsum<"mk,kn->mn">(a, b, sw::ring);                       // a variant, per call
+//
+// einsum_plan (plan/einsum_plan.hpp) classifies every index letter as batch, free or
+// contracted, picks the policy family and writes the schedule from the shardings of A and B;
+// the program (plan/program.hpp) puts each operand in the order its GEMM needs (at most one
+// permutation copy each, counted in the footprint); the one executor (kernels/executor.hpp)
+// runs it as batched GEMMs and collectives. A matmul is the einsum "mk,kn->mn".
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+#include "shardwise/comm/consistency.hpp"
+#include "shardwise/kernels/executor.hpp"
+#include "shardwise/plan/einsum_plan.hpp"
+#include "shardwise/plan/policy.hpp"
+#include "shardwise/sharded_tensor.hpp"
+
+namespace shardwise {
+
+namespace detail {
+
+/// The checks of an einsum: operands not moved from, on one group mesh, with extents every
+/// rank agrees on (collective) and that give each index letter one extent. Returns the
+/// extents of every letter.
+template <typename A, typename B>
+IndexExtents check_einsum_operands(const contraction_indices& ix, const A& a, const B& b) {
+  constexpr const char* operation = "shardwise::einsum";
+  a.check_valid(operation, "A");
+  b.check_valid(operation, "B");
+  if (!a.groups().shares_groups_with(b.groups()))
+    throw std::invalid_argument(std::string(operation) +
+                                ": the operands are bound to different ProcessGroupMesh objects; build both from the same one");
+  std::array<std::int64_t, 2 * max_tensor_rank> all{};
+  for (std::size_t d = 0; d < A::rank; ++d) all[d] = a.extent(d);
+  for (std::size_t d = 0; d < B::rank; ++d) all[A::rank + d] = b.extent(d);
+  agree_on_all_ranks(a.groups().world(), std::span<const std::int64_t>(all.data(), A::rank + B::rank), {}, operation,
+                     "the extents of A and B");
+  IndexExtents extents;
+  for (std::size_t d = 0; d < A::rank; ++d) extents.set(ix.letter(Operand::A, static_cast<int>(d)), a.extent(d));
+  for (std::size_t d = 0; d < B::rank; ++d) {
+    const char l = ix.letter(Operand::B, static_cast<int>(d));
+    const int da = ix.dim_of(Operand::A, l);
+    if (da >= 0 && a.extent(static_cast<std::size_t>(da)) != b.extent(d))
+      throw std::invalid_argument(std::string(operation) + ": index " + std::string(1, l) + " has extent " +
+                                  std::to_string(a.extent(static_cast<std::size_t>(da))) + " in A " +
+                                  extents_text(a.extents()) + " but " + std::to_string(b.extent(d)) + " in B " +
+                                  extents_text(b.extents()));
+    extents.set(l, b.extent(d));
+  }
+  return extents;
+}
+
+}  // namespace detail
+
+/// C = einsum<Spec>(A, B): Spec names the indices ("bsm,mh->bsh"); ShC is NaturalOutput or a
+/// requested TensorSharding for C; Variant is standard, ring or summa. Collective.
+template <fixed_string Spec, typename ShC = NaturalOutput, typename Scalar, MeshType M, typename ShA, typename ShB,
+          typename Variant = variant::Standard>
+  requires detail::ContractionVariant<Variant>
+auto einsum(const ShardedTensor<Scalar, M, ShA>& a, const ShardedTensor<Scalar, M, ShB>& b, Variant = {}) {
+  using Plan = einsum_plan<Spec, M, ShA, ShB, ShC, Variant>;
+  using Result = ShardedTensor<Scalar, M, typename Plan::output_sharding>;
+  const IndexExtents extents = detail::check_einsum_operands(Plan::indices, a, b);
+  typename Result::extents_type c_extents{};
+  for (std::size_t d = 0; d < Result::rank; ++d) c_extents[d] = extents[Plan::indices.letter(Operand::C, static_cast<int>(d))];
+  Result c(a.groups(), c_extents, detail::uninitialized);
+  detail::execute<Plan::program, Scalar>(a.groups().state("einsum"), detail::operand_extents_of(Plan::indices, extents),
+                                         {a.local().data(), b.local().data(), nullptr, c.local().data()});
+  return c;
+}
+
+namespace detail {
+
+/// What a call to einsum with operands of these types got wrong, as a static_assert each.
+template <typename A, typename B, typename... Variant>
+struct einsum_misuse {
+  static_assert(is_sharded_tensor_v<A> && is_sharded_tensor_v<B>,
+                "shardwise::einsum: A and B must both be shardwise::ShardedTensor objects; a global Eigen::Tensor "
+                "becomes one with ShardedTensor<Scalar, Mesh, Sharding>::distribute(groups, tensor)");
+  static constexpr bool both = is_sharded_tensor_v<A> && is_sharded_tensor_v<B>;
+  static_assert(!both || std::is_same_v<typename A::scalar_type, typename B::scalar_type>,
+                "shardwise::einsum: A and B have different scalar types (float and double); convert one");
+  static_assert(!both || std::is_same_v<typename A::mesh_type, typename B::mesh_type>,
+                "shardwise::einsum: A and B are sharded over different Mesh types; build both on the same "
+                "ProcessGroupMesh<Mesh<...>>");
+  static_assert(sizeof...(Variant) <= 1 && (ContractionVariant<Variant> && ...),
+                "shardwise::einsum: the third argument must be a variant: sw::standard, sw::ring or sw::summa");
+  static constexpr bool explained = [] {
+    if constexpr (!both) return true;
+    else
+      return !std::is_same_v<typename A::scalar_type, typename B::scalar_type> ||
+             !std::is_same_v<typename A::mesh_type, typename B::mesh_type> ||
+             !(sizeof...(Variant) <= 1 && (ContractionVariant<Variant> && ...));
+  }();
+};
+
+struct invalid_einsum {};
+
+}  // namespace detail
+
+/// Anything else: the static_assert that names the mistake, reported at the call.
+template <fixed_string Spec, typename ShC = NaturalOutput, typename A, typename B, typename... Variant>
+auto einsum(const A&, const B&, Variant...) {
+  static_assert(detail::einsum_misuse<A, B, Variant...>::explained,
+                "shardwise::einsum: these arguments do not make an einsum; see shardwise/einsum.hpp for its forms");
+  return detail::invalid_einsum{};
+}
+
+}  // namespace shardwise

@@ -1,0 +1,121 @@
+// shardwise/plan/policy.hpp: the five policy families and the variants of a contraction.
+//
+// Every two-operand contraction C = contract(A, B) (a matmul, an einsum) falls in exactly one
+// family, named after the matmul case it generalizes. Write am for the axes splitting A's
+// free indices (in A and C only), bn for B's, and ak, bk for the axes splitting the
+// contracted indices (in A and B only) in A and in B; batch indices (in all three) do not
+// count:
+//   Unsharded       nothing of am, ak, bk, bn is split
+//   MatchedInner    ak = bk (each contracted index split the same), am = bn = none
+//   UnmatchedInner  ak != bk, am = bn = none
+//   Outer           exactly one of am, bn split
+//   Full            both am and bn split
+// A variant says how a schedule runs: standard, ring (the one gather or scatter overlapped
+// with the GEMMs) or SUMMA (panels broadcast on a grid). Pure compile-time.
+#pragma once
+
+#include <string_view>
+
+#include "shardwise/layout.hpp"
+#include "shardwise/plan/contraction.hpp"
+
+namespace shardwise {
+
+/// The five policy families (see the top of this file).
+namespace policy {
+/// am = ak = bk = bn = none: every rank multiplies whole operands.
+struct Unsharded { static constexpr std::string_view name = "Unsharded"; };
+/// ak = bk (not none), am = bn = none: local GEMM gives a partial C, then AllReduce over ak.
+struct MatchedInner { static constexpr std::string_view name = "MatchedInner"; };
+/// ak != bk, am = bn = none: AllGather A and B along k, then a local GEMM.
+struct UnmatchedInner { static constexpr std::string_view name = "UnmatchedInner"; };
+/// Exactly one of am, bn split: C keeps that split.
+struct Outer { static constexpr std::string_view name = "Outer"; };
+/// Both am and bn split: C = [am, bn].
+struct Full { static constexpr std::string_view name = "Full"; };
+}  // namespace policy
+
+/// How a schedule is executed. The bytes moved are the same for standard and ring.
+namespace variant {
+/// Collectives, then the GEMM (or the GEMM, then collectives).
+struct Standard { static constexpr std::string_view name = "standard"; };
+/// The one AllGather along k (or the one ReduceScatter) runs as a ring of nonblocking
+/// messages, each block multiplied while the next is in flight.
+struct Ring { static constexpr std::string_view name = "ring"; };
+/// SUMMA for A = [X, Y], B = [X, Y]: panels of at most PanelWidth columns of A are
+/// broadcast over Y and rows of B over X, one GEMM per panel; no operand is gathered whole.
+template <int PanelWidth = 256>
+struct Summa {
+  static_assert(PanelWidth >= 1, "shardwise::variant::Summa: the panel width must be at least 1");
+  static constexpr std::string_view name = "summa";
+  static constexpr int panel_width = PanelWidth;
+};
+}  // namespace variant
+
+/// The standard variant, as a call argument: matmul(a, b, sw::standard).
+inline constexpr variant::Standard standard{};
+/// The ring variant, as a call argument: matmul(a, b, sw::ring).
+inline constexpr variant::Ring ring{};
+/// SUMMA with panels of 256, as a call argument: matmul(a, b, sw::summa).
+inline constexpr variant::Summa<> summa{};
+
+/// Ask for the output a plan produces without extra communication (matmul: C = [am, bn]).
+struct NaturalOutput {};
+
+namespace detail {
+
+enum class PolicyKind { unsharded, matched_inner, unmatched_inner, outer, full };
+
+/// The family of contract(A, B) for the index letters `ix` and the shardings `a`, `b`.
+constexpr PolicyKind classify(const contraction_indices& ix, const tensor_axes& a, const tensor_axes& b) {
+  bool am = false, bn = false, k_split = false, k_matched = true;
+  for (int da = 0; da < ix.ranks[0]; ++da) {
+    const char l = ix.letter(Operand::A, da);
+    const int db = ix.dim_of(Operand::B, l);
+    const bool in_c = ix.dim_of(Operand::C, l) >= 0;
+    if (in_c && db < 0) am = am || !a.dim(da).empty();
+    if (in_c || db < 0) continue;
+    k_split = k_split || !a.dim(da).empty() || !b.dim(db).empty();
+    k_matched = k_matched && a.dim(da) == b.dim(db);
+  }
+  for (int db = 0; db < ix.ranks[1]; ++db) {
+    const char l = ix.letter(Operand::B, db);
+    if (ix.dim_of(Operand::C, l) >= 0 && ix.dim_of(Operand::A, l) < 0) bn = bn || !b.dim(db).empty();
+  }
+  if (!am && !bn) {
+    if (!k_split) return PolicyKind::unsharded;
+    return k_matched ? PolicyKind::matched_inner : PolicyKind::unmatched_inner;
+  }
+  return (am && bn) ? PolicyKind::full : PolicyKind::outer;
+}
+
+template <PolicyKind K> struct policy_type;
+template <> struct policy_type<PolicyKind::unsharded> { using type = policy::Unsharded; };
+template <> struct policy_type<PolicyKind::matched_inner> { using type = policy::MatchedInner; };
+template <> struct policy_type<PolicyKind::unmatched_inner> { using type = policy::UnmatchedInner; };
+template <> struct policy_type<PolicyKind::outer> { using type = policy::Outer; };
+template <> struct policy_type<PolicyKind::full> { using type = policy::Full; };
+
+template <typename V> struct variant_traits;
+template <> struct variant_traits<variant::Standard> {
+  static constexpr VariantKind kind = VariantKind::standard;
+  static constexpr int panel_width = 0;
+};
+template <> struct variant_traits<variant::Ring> {
+  static constexpr VariantKind kind = VariantKind::ring;
+  static constexpr int panel_width = 0;
+};
+template <int W> struct variant_traits<variant::Summa<W>> {
+  static constexpr VariantKind kind = VariantKind::summa;
+  static constexpr int panel_width = W;
+};
+
+/// Satisfied by the variant types (variant::Standard, Ring, Summa<W>).
+template <typename V>
+concept ContractionVariant = requires { variant_traits<V>::kind; };
+/// The same, by the name matmul's signatures use.
+template <typename V>
+concept MatmulVariant = ContractionVariant<V>;
+
+}  // namespace detail
+}  // namespace shardwise

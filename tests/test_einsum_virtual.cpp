@@ -1,0 +1,202 @@
+// einsum on the virtual cluster: the randomized differential test over N-D shardings (at
+// least 500 planned cases per run, seed printed), the typed API (sw::einsum on ShardedTensor)
+// on a pool of cases, reshard and reduce of tensors, and the run-time errors.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "einsum_random.hpp"
+#include "einsum_typed_cases.hpp"
+#include "local_checks.hpp"
+#include "shardwise/comm/virtual_cluster.hpp"
+
+namespace sw = shardwise;
+using namespace sw::testing;
+
+namespace {
+
+using Line = sw::Mesh<sw::Axis<"x", sw::dynamic_extent>>;
+using Grid = sw::Mesh<sw::Axis<"x", sw::dynamic_extent>, sw::Axis<"y", sw::dynamic_extent>>;
+using Cube = sw::Mesh<sw::Axis<"x", sw::dynamic_extent>, sw::Axis<"y", sw::dynamic_extent>,
+                      sw::Axis<"z", sw::dynamic_extent>>;
+
+/// Runs case `c` on a virtual cluster of its mesh; every rank's outcome.
+template <typename M>
+std::vector<EinsumOutcome> run_on_cluster(const EinsumCase& c, const M& mesh) {
+  std::vector<EinsumOutcome> outcomes(static_cast<std::size_t>(mesh.size()));
+  sw::run_virtual_cluster(mesh.size(), [&](sw::VirtualCommunicator& comm) {
+    const int rank = comm.rank();
+    auto counters = std::make_shared<sw::CommCounters>();
+    sw::ProcessGroupMesh<M> groups(sw::CountingCommunicator<sw::VirtualCommunicator>(std::move(comm), counters), mesh);
+    outcomes[static_cast<std::size_t>(rank)] = run_einsum_case(groups, c, *counters);
+  });
+  return outcomes;
+}
+
+std::vector<EinsumOutcome> run_on_cluster(const EinsumCase& c) {
+  const auto& e = c.mesh;
+  if (e.size() == 1) return run_on_cluster(c, Line{e[0]});
+  if (e.size() == 2) return run_on_cluster(c, Grid{e[0], e[1]});
+  return run_on_cluster(c, Cube{e[0], e[1], e[2]});
+}
+
+}  // namespace
+
+TEST(EinsumVirtual, RandomizedDifferential) {
+  // SHARDWISE_TEST_SEED=<n> reproduces a run; every failure names its case.
+  const char* given = std::getenv("SHARDWISE_TEST_SEED");
+  const std::uint64_t seed = given ? std::strtoull(given, nullptr, 10) : 20261124;
+  std::printf("einsum randomized differential test: seed %llu (set SHARDWISE_TEST_SEED to change)\n",
+              static_cast<unsigned long long>(seed));
+  std::mt19937_64 draw(seed);
+  constexpr int wanted = 520;
+  int planned = 0, drawn = 0, ring = 0, partial_out = 0, uneven = 0;
+  std::array<int, 4> by_mesh_dims{};
+  std::array<int, 5> by_rank{};
+  while (planned < wanted && drawn < 20 * wanted) {
+    const EinsumCase c = draw_einsum_case(draw);
+    ++drawn;
+    if (!c.plan().error.ok()) continue;  // e.g. one axis on two output indices: a compile error for a type
+    ++planned;
+    ring += c.variant == sw::detail::VariantKind::ring;
+    partial_out += !c.c.partial.empty();
+    by_mesh_dims[c.mesh.size()]++;
+    for (int op = 0; op < 3; ++op) by_rank[static_cast<std::size_t>(c.ix.ranks[static_cast<std::size_t>(op)])]++;
+    const auto e = c.operand_extents();
+    for (int op = 0; op < 2; ++op)
+      for (int d = 0; d < c.ix.ranks[static_cast<std::size_t>(op)]; ++d) {
+        const auto& t = op == 0 ? c.a : c.b;
+        int parts = 1;
+        for (int axis : t.dim(d)) parts *= c.mesh[static_cast<std::size_t>(axis)];
+        uneven += e[static_cast<std::size_t>(op)][static_cast<std::size_t>(d)] % parts != 0;
+      }
+    SCOPED_TRACE("case " + std::to_string(planned) + " of the run with SHARDWISE_TEST_SEED=" + std::to_string(seed) +
+                 ": " + c.describe());
+    const auto outcomes = run_on_cluster(c);
+    for (std::size_t r = 0; r < outcomes.size(); ++r) {
+      EXPECT_LE(outcomes[r].error, 1e-12) << "rank " << r;
+      EXPECT_EQ(outcomes[r].measured, outcomes[r].modeled)
+          << "rank " << r << ": measured " << outcomes[r].measured.bytes << " B / " << outcomes[r].measured.messages
+          << " messages, modeled " << outcomes[r].modeled.bytes << " B / " << outcomes[r].modeled.messages;
+    }
+    if (::testing::Test::HasFailure()) break;  // the first failure is the useful one
+  }
+  std::printf("%d cases planned and checked (of %d drawn): meshes 1-D %d, 2-D %d, 3-D %d; operands of rank 1-4: "
+              "%d %d %d %d; ring %d; Partial outputs %d; unevenly split dimensions %d\n",
+              planned, drawn, by_mesh_dims[1], by_mesh_dims[2], by_mesh_dims[3], by_rank[1], by_rank[2], by_rank[3],
+              by_rank[4], ring, partial_out, uneven);
+  EXPECT_GE(planned, 500);
+}
+
+// ---- the typed API ---------------------------------------------------------------------------
+
+TEST(EinsumVirtual, TypedCasesAgainstSerialAndModel) {
+  const auto cases = typed_einsum_cases();
+  LocalChecks quiet;  // count the schedules alone (no cross-rank agreement)
+  std::uint64_t seed = 11;
+  for (const DpTp& mesh : {DpTp{2, 2}, DpTp{1, 3}, DpTp{3, 1}, DpTp{2, 3}}) {
+    for (const auto& c : cases) {
+      SCOPED_TRACE(c.name + " on " + std::to_string(mesh.extent(0)) + " x " + std::to_string(mesh.extent(1)));
+      std::vector<EinsumOutcome> outcomes(static_cast<std::size_t>(mesh.size()));
+      const std::uint64_t case_seed = seed++;
+      sw::run_virtual_cluster(mesh.size(), [&](sw::VirtualCommunicator& comm) {
+        const int rank = comm.rank();
+        auto counters = std::make_shared<sw::CommCounters>();
+        sw::ProcessGroupMesh<DpTp> groups(sw::CountingCommunicator<sw::VirtualCommunicator>(std::move(comm), counters),
+                                          mesh);
+        outcomes[static_cast<std::size_t>(rank)] = c.run(groups, *counters, case_seed);
+      });
+      for (std::size_t r = 0; r < outcomes.size(); ++r) {
+        EXPECT_LE(outcomes[r].error, 1e-12) << "rank " << r;
+        EXPECT_EQ(outcomes[r].measured, outcomes[r].modeled)
+            << "rank " << r << ": measured " << outcomes[r].measured.bytes << " B, modeled "
+            << outcomes[r].modeled.bytes << " B";
+      }
+    }
+  }
+}
+
+// ---- reshard and reduce of tensors; a Partial distributed and gathered ----------------------
+
+namespace {
+using R = sw::Replicated;
+template <sw::fixed_string... N> using S = sw::Split<N...>;
+template <sw::fixed_string... N> using P = sw::Partial<N...>;
+template <typename... D> using TS = sw::TensorSharding<D...>;
+using Tensor3 = Eigen::Tensor<double, 3, Eigen::RowMajor>;
+
+double max_difference(const Tensor3& a, const Tensor3& b) {
+  if (a.dimensions() != b.dimensions()) return 1e300;
+  double worst = 0;
+  for (Eigen::Index i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a.data()[i] - b.data()[i]));
+  return worst;
+}
+}  // namespace
+
+TEST(EinsumVirtual, ReshardReduceAndPartialTensors) {
+  const DpTp mesh{2, 2};
+  const auto x_global = global_tensor<3>({5, 7, 3}, 3);   // [b, s, m]
+  const auto w_global = global_tensor<2>({3, 4}, 4);      // [m, h]
+  std::vector<std::string> failures(4);
+  sw::run_virtual_cluster(mesh.size(), [&](sw::VirtualCommunicator& comm) {
+    const int rank = comm.rank();
+    sw::ProcessGroupMesh<DpTp> groups(std::move(comm), mesh);
+    auto fail = [&](const std::string& what) { if (failures[static_cast<std::size_t>(rank)].empty()) failures[static_cast<std::size_t>(rank)] = what; };
+    // Gathering a minor axis, and a Partial reduced or scattered.
+    const auto fine = sw::ShardedTensor<double, DpTp, TS<S<"dp">, S<"tp">, R>>::distribute(groups, x_global);
+    const auto coarse = sw::reshard<TS<S<"dp">, R, R>>(fine);
+    if (max_difference(coarse.to_global(), x_global) != 0) fail("reshard gathering s over tp");
+    if (coarse.local_extents() != std::array<std::int64_t, 3>{rank < 2 ? 2 : 3, 7, 3}) fail("a block's extents");
+    const auto w = sw::ShardedTensor<double, DpTp, TS<S<"tp">, R>>::distribute(groups, w_global);
+    const auto x_m = sw::ShardedTensor<double, DpTp, TS<S<"dp">, R, S<"tp">>>::distribute(groups, x_global);
+    auto pending = sw::einsum<"bsm,mh->bsh", TS<S<"dp">, R, R, P<"tp">>>(x_m, w);  // no communication
+    const auto reduced = sw::reduce(pending);                                        // AllReduce over tp
+    const auto scattered = sw::reduce<TS<S<"dp">, S<"tp">, R>>(pending);             // ReduceScatter over tp
+    static_assert(std::is_same_v<decltype(reduced)::sharding, TS<S<"dp">, R, R>>);
+    const auto want = sw::einsum<"bsm,mh->bsh", TS<R, R, R>>(x_m, w).to_global();
+    if (max_difference(reduced.to_global(), want) > 1e-13) fail("reduce() of a Partial tensor");
+    if (max_difference(scattered.to_global(), want) > 1e-13) fail("reduce<Split>() of a Partial tensor");
+    if (max_difference(pending.to_global(), want) > 1e-13) fail("to_global() of a Partial tensor");
+    // A Partial distributed: the value on coordinate 0 of tp, zeros elsewhere; the sum is the tensor.
+    const auto p = sw::ShardedTensor<double, DpTp, TS<S<"dp">, R, R, P<"tp">>>::distribute(groups, x_global);
+    if (max_difference(p.to_global(), x_global) != 0) fail("distribute/to_global of a Partial tensor");
+    // from_local with this rank's block, and release.
+    auto block = sw::ShardedTensor<double, DpTp, TS<S<"dp">, S<"tp">, R>>(fine).release();
+    const auto again = sw::ShardedTensor<double, DpTp, TS<S<"dp">, S<"tp">, R>>::from_local(groups, {5, 7, 3}, std::move(block));
+    if (max_difference(again.to_global(), x_global) != 0) fail("from_local(release())");
+  });
+  for (std::size_t r = 0; r < failures.size(); ++r) EXPECT_EQ(failures[r], "") << "rank " << r;
+}
+
+TEST(EinsumVirtual, RunTimeErrors) {
+  const DpTp mesh{2, 1};
+  std::vector<std::string> texts(2);
+  sw::run_virtual_cluster(mesh.size(), [&](sw::VirtualCommunicator& comm) {
+    const int rank = comm.rank();
+    sw::ProcessGroupMesh<DpTp> groups(std::move(comm), mesh);
+    const auto a = sw::ShardedTensor<double, DpTp, TS<S<"dp">, R>>(groups, {4, 7});
+    const auto b = sw::ShardedTensor<double, DpTp, TS<R, R>>(groups, {6, 3});
+    std::string& text = texts[static_cast<std::size_t>(rank)];
+    try {
+      (void)sw::einsum<"mk,kn->mn">(a, b);
+    } catch (const std::invalid_argument& e) {
+      text = e.what();
+    }
+    auto moved = sw::ShardedTensor<double, DpTp, TS<R, R>>(groups, {7, 3});
+    auto taken = std::move(moved);
+    try {
+      (void)sw::einsum<"mk,kn->mn">(a, moved);  // NOLINT(bugprone-use-after-move): the point of the test
+      text += " | no error for a moved-from tensor";
+    } catch (const std::logic_error& e) {
+      text += std::string(" | ") + e.what();
+    }
+  });
+  EXPECT_EQ(texts[0], texts[1]);
+  EXPECT_EQ(texts[0],
+            "shardwise::einsum: index k has extent 7 in A [4, 7] but 6 in B [6, 3] | shardwise::einsum: B was moved "
+            "from (it holds no block and no groups); use the tensor it was moved into");
+}
