@@ -12,8 +12,8 @@ says so with a line `// first-error: not yet` and is held to the other checks on
 the line is a to-do, not a waiver: remove it once the first error is right.
 
 A line `// expect-beside-first-error: TEXT` asks for TEXT (e.g. the misspelt name, which a
-static_assert message cannot hold) in the first error line or in the diagnostic right after
-it (the next line that starts with FILE:LINE:COL:, such as g++'s note on what evaluated to
+static_assert message cannot hold) in the first error line or in the notes that belong to it
+(the diagnostics after it up to the next error, such as g++'s note on what evaluated to
 false, or clang's note on the instantiation), so that it is where the user reads.
 
 usage: check_compile_error.py SOURCE -- COMPILER [ARGS...]
@@ -35,14 +35,19 @@ def first_error_line(output: str):
     return None
 
 
-def first_error_and_next_diagnostic(output: str):
-    """The first error line and the next diagnostic line after it (empty if none)."""
+def first_error_and_its_notes(output: str):
+    """The first error line and the diagnostic lines after it up to the next error."""
     lines = output.splitlines()
     for i, line in enumerate(lines):
         if ERROR_MARK in line:
-            following = next((later for later in lines[i + 1:] if DIAGNOSTIC.match(later)), "")
-            return line, following
-    return "", ""
+            notes = []
+            for later in lines[i + 1:]:
+                if ERROR_MARK in later:
+                    break
+                if DIAGNOSTIC.match(later):
+                    notes.append(later)
+            return [line] + notes
+    return [""]
 
 
 def main() -> int:
@@ -67,15 +72,15 @@ def main() -> int:
     missing = [text for text in expected if text not in output]
     first = first_error_line(output)
     first_ok = first is not None and expected[0] in first
-    region = first_error_and_next_diagnostic(output)
+    region = first_error_and_its_notes(output)
     not_beside = [text for text in beside if not any(text in line for line in region)]
     if missing or not_beside or (strict and not first_ok):
         print(f"{source}: failed to compile, but without the expected message")
         for text in missing:
             print(f"  missing: {text}")
         for text in not_beside:
-            print(f"  not in the first error line nor in the diagnostic after it: {text}")
-            print(f"  (those are: {region[0]}\n             {region[1]})")
+            print(f"  not in the first error line nor in its notes: {text}")
+            print("  (those are:\n    " + "\n    ".join(region) + ")")
         if strict and not first_ok:
             print(f"  the first error line does not contain: {expected[0]}")
             print(f"  first error line: {first}")

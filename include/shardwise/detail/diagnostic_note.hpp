@@ -3,7 +3,8 @@
 // A static_assert message must be a string literal, so what a plan computes (an index letter,
 // an axis name) cannot go into it. It can go into a template argument of the class whose
 // static_assert fails: g++ and clang++ print that argument, text included, right beside the
-// message. clang++ cuts a text after about 34 characters, so notes stay shorter than that.
+// message. clang++ cuts a text after about 34 characters, so notes stay shorter than that,
+// and prints it as a string only from an exact_note (below).
 #pragma once
 
 #include <cstddef>
@@ -48,8 +49,22 @@ struct diagnostic_note {
   }
 };
 
-/// Never true: the condition of a static_assert that shows `Note` beside its message.
-template <diagnostic_note Note>
+/// A note of exactly N - 1 characters and its terminating zero, every character written: clang
+/// prints such an array as a string (with zeros after the text it would print numbers).
+template <std::size_t N>
+struct exact_note {
+  char text[N];
+};
+template <std::size_t N>
+constexpr exact_note<N> exact_note_of(const diagnostic_note& note) {
+  exact_note<N> result{};
+  for (std::size_t i = 0; i < N; ++i) result.text[i] = i + 1 < N ? note.text[i] : '\0';
+  return result;
+}
+
+/// Never true: the condition of a static_assert that shows `Note` (an exact_note) beside its
+/// message.
+template <auto Note>
 inline constexpr bool named_beside = false;
 
 }  // namespace shardwise::detail

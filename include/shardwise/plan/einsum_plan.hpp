@@ -285,8 +285,10 @@ constexpr diagnostic_note plan_error_note(const plan_error& e, const contraction
 template <fixed_string Spec, MeshType M, typename ShA, typename ShB, typename ShC, typename Variant>
 struct einsum_checks {
   static constexpr einsum_spec spec = parse_einsum_spec(Spec.view());
-  static constexpr contraction_indices indices = spec.indices;
   static constexpr bool spec_ok = spec.error == EinsumSpecError::none;
+  // A spec with an error is reported alone: the plan then works on a placeholder (a matmul's
+  // letters), so that nothing else fails to compile.
+  static constexpr contraction_indices indices = spec_ok ? spec.indices : matmul_indices;
 
   static constexpr std::size_t rank_of(auto* sharding) {
     using Sh = std::remove_pointer_t<decltype(sharding)>;
@@ -328,17 +330,14 @@ struct einsum_checks {
   }();
 };
 
-/// One static_assert per error, instantiated only for the error at hand, with its note beside
-/// the message.
-template <EinsumError E, diagnostic_note Note>
-struct einsum_report {};
-#define SHARDWISE_EINSUM_ERROR_REPORT(name, text)                                        \
-  template <diagnostic_note Note>                                                        \
-  struct einsum_report<EinsumError::name, Note> {                                       \
-    static_assert(named_beside<Note>, text);                                              \
-  };
-SHARDWISE_EINSUM_ERRORS(SHARDWISE_EINSUM_ERROR_REPORT)
+/// The static_assert of the error at hand, with its note beside the message (`Note`: an
+/// exact_note, so that both compilers print its text).
+template <EinsumError E, auto Note>
+struct einsum_report {
+#define SHARDWISE_EINSUM_ERROR_REPORT(name, text) static_assert(E != EinsumError::name || named_beside<Note>, text);
+  SHARDWISE_EINSUM_ERRORS(SHARDWISE_EINSUM_ERROR_REPORT)
 #undef SHARDWISE_EINSUM_ERROR_REPORT
+};
 
 /// Completing checked_sharding reports an unknown axis name with its own message (only when the
 /// ranks are right, so that a rank mismatch is reported alone).
@@ -377,10 +376,11 @@ struct einsum_plan {
                 sizeof(detail::checked_einsum_names<checks::shapes_ok, M, ShB>) > 0 &&
                 sizeof(detail::checked_einsum_names<checks::shapes_ok && !std::is_same_v<ShC, NaturalOutput>, M,
                                                     std::conditional_t<std::is_same_v<ShC, NaturalOutput>, ShA, ShC>>) > 0);
+  static constexpr auto note = detail::exact_note_of<checks::note.view().size() + 1>(checks::note);
   static_assert(sizeof(detail::einsum_report<checks::error == detail::EinsumError::invalid_sharding
                                                  ? detail::EinsumError::none
                                                  : checks::error,
-                                             checks::note>) > 0);
+                                             note>) > 0);
   using analysis = typename checks::analysis;
 
  public:

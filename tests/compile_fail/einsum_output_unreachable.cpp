@@ -1,0 +1,12 @@
+// Requesting s over x: nothing splits s, and x is not a pending sum, so only a reshuffle could.
+// expect: shardwise::einsum: the requested output sharding cannot be reached for one index
+// expect-beside-first-error: output index s
+#include "shardwise/plan/einsum_plan.hpp"
+namespace sw = shardwise;
+using Line = sw::Mesh<sw::Axis<"x", 2>>;
+using R = sw::Replicated;
+using X = sw::TensorSharding<R, R, R>;
+using W = sw::TensorSharding<R, R>;
+using C = sw::TensorSharding<R, sw::Split<"x">, R>;
+using P = sw::einsum_plan<"bsm,mh->bsh", Line, X, W, C>::policy;
+P* use = nullptr;
