@@ -19,7 +19,8 @@
 // sequence-parallel form.
 //
 // The table is not written down anywhere else: every entry comes out of the one contraction
-// planner (plan/contraction.hpp) applied to the layer's six contractions,
+// planner (plan/contraction.hpp) applied to the layer's six contractions, einsum specs read by
+// the einsum reader (plan/einsum_spec.hpp),
 //   H   = X  W1    "bsm,mh->bsh"      dH  = dY W2^T   "bsm,hm->bsh"
 //   Y   = H  W2    "bsh,hm->bsm"      dW2 = H^T dY    "bsh,bsm->hm"
 //   dX  = dH W1^T  "bsh,mh->bsm"      dW1 = X^T dH    "bsm,bsh->mh"
@@ -40,6 +41,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -51,6 +53,7 @@
 #include "shardwise/plan/contraction.hpp"
 #include "shardwise/plan/cost.hpp"
 #include "shardwise/plan/describe.hpp"
+#include "shardwise/plan/einsum_spec.hpp"
 #include "shardwise/plan/step.hpp"
 #include "shardwise/sharding.hpp"
 #include "shardwise/traffic.hpp"
@@ -102,26 +105,23 @@ namespace detail {
 
 enum class FfnKind { unsharded, gspmd, megatron_tp, megatron_sp, unsupported };
 
-/// The six contractions of a FeedForward, each with its operands named in the layer's terms.
+/// The six contractions of a FeedForward: einsum specs, read by the einsum reader and planned
+/// by the same planner as sw::einsum, each with its operands named in the layer's terms.
 namespace ffn_contractions {
-constexpr contraction_indices indices(std::string_view a, std::string_view b, std::string_view c, const char* la,
-                                      const char* lb, const char* lc) {
-  contraction_indices ix;
+constexpr contraction_indices indices(std::string_view a, std::string_view b, std::string_view c,
+                                      std::string_view spec) {
+  const einsum_spec parsed = parse_einsum_spec(spec);
+  if (parsed.error != EinsumSpecError::none) throw std::logic_error("shardwise: a FeedForward einsum spec is wrong");
+  contraction_indices ix = parsed.indices;
   ix.names.operands = {a, b, c};
-  const char* letters[3] = {la, lb, lc};
-  for (std::size_t op = 0; op < 3; ++op) {
-    int n = 0;
-    for (; letters[op][n] != '\0'; ++n) ix.names.dims[op][static_cast<std::size_t>(n)] = letters[op][n];
-    ix.ranks[op] = n;
-  }
   return ix;
 }
-inline constexpr contraction_indices hidden = indices("X", "W1", "H", "bsm", "mh", "bsh");
-inline constexpr contraction_indices output = indices("H", "W2", "Y", "bsh", "hm", "bsm");
-inline constexpr contraction_indices hidden_gradient = indices("dY", "W2", "dH", "bsm", "hm", "bsh");
-inline constexpr contraction_indices w2_gradient = indices("H", "dY", "dW2", "bsh", "bsm", "hm");
-inline constexpr contraction_indices w1_gradient = indices("X", "dH", "dW1", "bsm", "bsh", "mh");
-inline constexpr contraction_indices input_gradient = indices("dH", "W1", "dX", "bsh", "mh", "bsm");
+inline constexpr contraction_indices hidden = indices("X", "W1", "H", "bsm,mh->bsh");
+inline constexpr contraction_indices output = indices("H", "W2", "Y", "bsh,hm->bsm");
+inline constexpr contraction_indices hidden_gradient = indices("dY", "W2", "dH", "bsm,hm->bsh");
+inline constexpr contraction_indices w2_gradient = indices("H", "dY", "dW2", "bsh,bsm->hm");
+inline constexpr contraction_indices w1_gradient = indices("X", "dH", "dW1", "bsm,bsh->mh");
+inline constexpr contraction_indices input_gradient = indices("dH", "W1", "dX", "bsh,mh->bsm");
 }  // namespace ffn_contractions
 
 /// Everything the FeedForward plan decides, as one constexpr value.

@@ -1,7 +1,7 @@
 // shardwise/plan/einsum_plan.hpp: what an einsum communicates, decided at compile time.
 //
 //   using Plan = sw::einsum_plan<"bsm,mh->bsh", Grid, ShX, ShW>;
-//   Plan::policy           // one of the five families (plan/policy.hpp)
+//   Plan::policy           // its family: Unsharded, Batched, MatchedInner, UnmatchedInner, Outer, Full
 //   Plan::output_sharding  // C's sharding: the natural one, or the one requested
 //   Plan::describe()       // "Outer: AllGather B along m over x -> local GEMM => C[-, -, x]"
 //   Plan::max_traffic(mesh, {{'b', 8}, {'s', 512}, {'m', 1024}, {'h', 4096}}, sizeof(float))
@@ -391,7 +391,7 @@ struct einsum_plan {
   using natural_output = typename analysis::natural;
   /// The sharding of the result.
   using output_sharding = typename analysis::output;
-  /// One of policy::Unsharded, MatchedInner, UnmatchedInner, Outer, Full.
+  /// One of policy::Unsharded, Batched, MatchedInner, UnmatchedInner, Outer, Full.
   using policy = typename detail::policy_type<detail::classify(indices, analysis::a, analysis::b)>::type;
   using variant_type = Variant;
   static constexpr int summa_panel_width = analysis::panel_width;

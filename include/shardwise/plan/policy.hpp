@@ -1,15 +1,17 @@
-// shardwise/plan/policy.hpp: the five policy families and the variants of a contraction.
+// shardwise/plan/policy.hpp: the policy families and the variants of a contraction.
 //
 // Every two-operand contraction C = contract(A, B) (a matmul, an einsum) falls in exactly one
 // family, named after the matmul case it generalizes. Write am for the axes splitting A's
 // free indices (in A and C only), bn for B's, and ak, bk for the axes splitting the
-// contracted indices (in A and B only) in A and in B; batch indices (in all three) do not
-// count:
-//   Unsharded       nothing of am, ak, bk, bn is split
+// contracted indices (in A and B only) in A and in B; batch indices (in all three of an
+// einsum such as "bmk,bkn->bmn") do not count, but for one family of their own:
+//   Unsharded       nothing is split
+//   Batched         only batch indices are split (each rank contracts its own batch block)
 //   MatchedInner    ak = bk (each contracted index split the same), am = bn = none
 //   UnmatchedInner  ak != bk, am = bn = none
 //   Outer           exactly one of am, bn split
 //   Full            both am and bn split
+// A matmul has no batch index, so it is always one of the five others.
 // A variant says how a schedule runs: standard, ring (the one gather or scatter overlapped
 // with the GEMMs) or SUMMA (panels broadcast on a grid). Pure compile-time.
 #pragma once
@@ -21,10 +23,13 @@
 
 namespace shardwise {
 
-/// The five policy families (see the top of this file).
+/// The policy families (see the top of this file).
 namespace policy {
 /// am = ak = bk = bn = none: every rank multiplies whole operands.
 struct Unsharded { static constexpr std::string_view name = "Unsharded"; };
+/// Only batch indices are split (an einsum's "b" in "bmk,bkn->bmn"): a local batched GEMM on
+/// each rank's batch block, after gathers where A and B split a batch index differently.
+struct Batched { static constexpr std::string_view name = "Batched"; };
 /// ak = bk (not none), am = bn = none: local GEMM gives a partial C, then AllReduce over ak.
 struct MatchedInner { static constexpr std::string_view name = "MatchedInner"; };
 /// ak != bk, am = bn = none: AllGather A and B along k, then a local GEMM.
@@ -64,16 +69,17 @@ struct NaturalOutput {};
 
 namespace detail {
 
-enum class PolicyKind { unsharded, matched_inner, unmatched_inner, outer, full };
+enum class PolicyKind { unsharded, batched, matched_inner, unmatched_inner, outer, full };
 
 /// The family of contract(A, B) for the index letters `ix` and the shardings `a`, `b`.
 constexpr PolicyKind classify(const contraction_indices& ix, const tensor_axes& a, const tensor_axes& b) {
-  bool am = false, bn = false, k_split = false, k_matched = true;
+  bool am = false, bn = false, k_split = false, k_matched = true, batch_split = false;
   for (int da = 0; da < ix.ranks[0]; ++da) {
     const char l = ix.letter(Operand::A, da);
     const int db = ix.dim_of(Operand::B, l);
     const bool in_c = ix.dim_of(Operand::C, l) >= 0;
     if (in_c && db < 0) am = am || !a.dim(da).empty();
+    if (in_c && db >= 0) batch_split = batch_split || !a.dim(da).empty() || !b.dim(db).empty();
     if (in_c || db < 0) continue;
     k_split = k_split || !a.dim(da).empty() || !b.dim(db).empty();
     k_matched = k_matched && a.dim(da) == b.dim(db);
@@ -83,7 +89,7 @@ constexpr PolicyKind classify(const contraction_indices& ix, const tensor_axes& 
     if (ix.dim_of(Operand::C, l) >= 0 && ix.dim_of(Operand::A, l) < 0) bn = bn || !b.dim(db).empty();
   }
   if (!am && !bn) {
-    if (!k_split) return PolicyKind::unsharded;
+    if (!k_split) return batch_split ? PolicyKind::batched : PolicyKind::unsharded;
     return k_matched ? PolicyKind::matched_inner : PolicyKind::unmatched_inner;
   }
   return (am && bn) ? PolicyKind::full : PolicyKind::outer;
@@ -91,6 +97,7 @@ constexpr PolicyKind classify(const contraction_indices& ix, const tensor_axes& 
 
 template <PolicyKind K> struct policy_type;
 template <> struct policy_type<PolicyKind::unsharded> { using type = policy::Unsharded; };
+template <> struct policy_type<PolicyKind::batched> { using type = policy::Batched; };
 template <> struct policy_type<PolicyKind::matched_inner> { using type = policy::MatchedInner; };
 template <> struct policy_type<PolicyKind::unmatched_inner> { using type = policy::UnmatchedInner; };
 template <> struct policy_type<PolicyKind::outer> { using type = policy::Outer; };
