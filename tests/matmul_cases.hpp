@@ -97,6 +97,8 @@ std::vector<PlanCase<Grid>> grid_cases_fp64();
 std::vector<PlanCase<Grid>> grid_cases_fp32();
 /// 3-D: matched k over one axis with both outer dimensions split; gathers over two axes.
 std::vector<PlanCase<Cube>> cube_cases_fp64();
+/// 2.5D on layers z, from replicated inputs and from inputs stored once, and the 3-D algorithm.
+void add_25d_cases(std::vector<PlanCase<Cube>>& cases);
 
 /// The seed's cases on a 2-D mesh (x, y), each with C replicated as in the seed.
 template <typename Scalar>

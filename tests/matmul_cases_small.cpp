@@ -14,7 +14,25 @@ std::vector<PlanCase<Cube>> cube_cases_fp64() {
   std::vector<PlanCase<Cube>> cases;
   for_pairs<Cube, double, TS<S<"x">, S<"z">>, TS<R, S<"z", "y">>>::template add<TS<S<"z">, S<"y">>, TS<S<"y", "z">, R>>(cases);
   for_pairs<Cube, double, TS<S<"x", "y">, S<"z">>>::template add<TS<S<"x">, R>, TS<S<"z">, R>>(cases);
+  add_25d_cases(cases);
   return cases;
+}
+
+void add_25d_cases(std::vector<PlanCase<Cube>>& cases) {
+  // 2.5D on layers z: A and B = [x, y], replicated over z; C reduced over z (AllReduce), scattered
+  // into its columns (ReduceScatter), or kept Partial.
+  using G = TS<S<"x">, S<"y">>;
+  using Layers = variant::Summa25DPanels<3, "z">;
+  add_case<Cube, double, G, G, NaturalOutput, Layers>(cases);
+  add_case<Cube, double, G, G, TS<S<"x">, S<"y", "z">>, Layers>(cases);
+  add_case<Cube, double, G, G, TS<S<"x", "z">, S<"y">>, Layers>(cases);
+  add_case<Cube, double, G, G, TS<S<"x">, S<"y">, P<"z">>, Layers>(cases);
+  // From operands stored once: gathered over z first (via), then 2.5D; and the 3-D algorithm
+  // (m over x, k over z, n over y), which gathers A over y and B over x and scatters C over z.
+  add_case<Cube, double, TS<S<"x">, S<"y", "z">>, TS<S<"x", "z">, S<"y">>, TS<S<"x">, S<"y", "z">>,
+           variant::Via<G, G, Layers>>(cases);
+  add_case<Cube, double, TS<S<"x">, S<"z", "y">>, TS<S<"z", "x">, S<"y">>, TS<S<"x">, S<"y", "z">>,
+           variant::Via<TS<S<"x">, S<"z">>, TS<S<"z">, S<"y">>>>(cases);
 }
 
 }  // namespace shardwise::testing

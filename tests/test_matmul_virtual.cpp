@@ -84,6 +84,14 @@ TEST(MatmulVirtual, GridFloat) {
   run_all(grid_cases_fp32(), Grid{2, 3}, {uneven});
 }
 
+TEST(MatmulVirtual, TwoAndAHalfDAt8And27And64Ranks) {
+  std::vector<PlanCase<Cube>> cases;
+  add_25d_cases(cases);
+  run_all(cases, Cube{2, 2, 2}, {even, uneven});
+  run_all(cases, Cube{3, 3, 3}, {uneven, {27, 27, 27}});
+  run_all(cases, Cube{4, 4, 4}, {{64, 48, 80}});
+}
+
 TEST(MatmulVirtual, CubeFamilies) {
   const auto cases = cube_cases_fp64();
   run_all(cases, Cube{2, 2, 2}, {even, uneven});

@@ -431,16 +431,20 @@ class executor {
     Scalar* target = c_target(l.writes_output, count(Operand::C));
     const auto c = as_matrices(target, local(Operand::C), l.result_order, roles(Operand::C)).matrix;
     bool accumulate = false;
-    for_each_summa_panel(k, a_group.size(), b_group.size(), width, [&](const summa_panel& panel) {
-      const bool a_root = a_group.rank() == panel.a_root, b_root = b_group.rank() == panel.b_root;
-      const auto a_panel = share_panel(a_group, a_root ? a.middle_cols(panel.begin - a_offset, panel.width) : a,
-                                       a.rows, panel.width, a.row_major, panel.a_root, a_buffer);
-      const auto b_panel = share_panel(b_group, b_root ? b.middle_rows(panel.begin - b_offset, panel.width) : b,
-                                       panel.width, b.cols, b.row_major, panel.b_root, b_buffer);
-      gemm<Scalar>(c, a_panel, b_panel, accumulate);
-      accumulate = true;
-    });
-    if (!accumulate) std::fill_n(target, count(Operand::C), Scalar(0));  // k == 0
+    const k_range range = layer_k_range(s, k, geo_);  // 2.5D: this layer's share of k
+    for_each_summa_panel(
+        k, a_group.size(), b_group.size(), width,
+        [&](const summa_panel& panel) {
+          const bool a_root = a_group.rank() == panel.a_root, b_root = b_group.rank() == panel.b_root;
+          const auto a_panel = share_panel(a_group, a_root ? a.middle_cols(panel.begin - a_offset, panel.width) : a,
+                                           a.rows, panel.width, a.row_major, panel.a_root, a_buffer);
+          const auto b_panel = share_panel(b_group, b_root ? b.middle_rows(panel.begin - b_offset, panel.width) : b,
+                                           panel.width, b.cols, b.row_major, panel.b_root, b_buffer);
+          gemm<Scalar>(c, a_panel, b_panel, accumulate);
+          accumulate = true;
+        },
+        range.first, range.last);
+    if (!accumulate) std::fill_n(target, count(Operand::C), Scalar(0));  // no panel (k == 0, or an empty layer)
     hold_c(target, l.result_order);
   }
 

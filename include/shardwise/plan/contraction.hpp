@@ -36,7 +36,7 @@
 
 namespace shardwise::detail {
 
-enum class VariantKind { standard, ring, summa };
+enum class VariantKind { standard, ring, summa, summa_25d };
 
 /// The index letters of A, B and C (how plan_names spells them) and the number of each.
 struct contraction_indices {
@@ -139,10 +139,11 @@ constexpr bool reachable(const axis_list& have, const axis_list& want, const axi
 
 /// Plans C = contract(A, B) for the index letters `ix`, A and B sharded as `a` and `b`, and C
 /// requested as `c` (pass the natural sharding itself to ask for no resharding).
-/// `natural_only`: C was not requested, so no input is gathered to reach it.
+/// `natural_only`: C was not requested, so no input is gathered to reach it. `layers`: the
+/// layer axes of the 2.5D variant (A and B replicated over them; each layer does 1/c of k).
 constexpr contraction_plan_data plan_contraction(const contraction_indices& ix, const tensor_axes& a,
                                                  const tensor_axes& b, const tensor_axes& c, bool natural_only,
-                                                 VariantKind variant) {
+                                                 VariantKind variant, const axis_list& layers = {}) {
   using namespace contraction_detail;
   contraction_plan_data plan;
   plan.start[Operand::A] = a;
@@ -152,11 +153,17 @@ constexpr contraction_plan_data plan_contraction(const contraction_indices& ix, 
   axis_list pending;
   Schedule gathers_a, gathers_b;
 
-  if (variant == VariantKind::summa) {
-    // Matrices only: A = [X, Y], B = [X, Y]; A's panels travel over Y, B's over X.
+  if (variant == VariantKind::summa || variant == VariantKind::summa_25d) {
+    // Matrices only: A = [X, Y], B = [X, Y]; A's panels travel over Y, B's over X. 2.5D: on
+    // each layer (A and B replicated over the layer axes), its 1/c of k; C pending over them.
     const axis_list &am = a.dim(0), &ak = a.dim(1), &bk = b.dim(0), &bn = b.dim(1);
     if (ix.ranks != std::array<int, 3>{2, 2, 2} || am.empty() || ak.empty() || !(am == bk) || !(ak == bn)) {
       plan.error = {PlanError::summa_needs_grid_layout};
+      return plan;
+    }
+    if (variant == VariantKind::summa_25d &&
+        (layers.empty() || intersects(layers, a.used()) || intersects(layers, b.used()))) {
+      plan.error = {PlanError::summa_25d_layers_split_inputs};
       return plan;
     }
     natural.dim(0) = am;
@@ -165,7 +172,8 @@ constexpr contraction_plan_data plan_contraction(const contraction_indices& ix, 
       plan.error = conflict;
       return plan;
     }
-    plan.steps.push_back({StepKind::summa_gemm, Operand::C, -1, ak, bk});
+    if (variant == VariantKind::summa_25d) pending = layers;
+    plan.steps.push_back({StepKind::summa_gemm, Operand::C, -1, ak, bk, variant == VariantKind::summa_25d ? layers : axis_list{}});
   } else {
     // Contracted letters first: what they leave pending decides which outputs are reachable.
     for (int da = 0; da < ix.ranks[0]; ++da) {
@@ -245,6 +253,41 @@ constexpr contraction_plan_data plan_contraction(const contraction_indices& ix, 
   }
   for (const Step& s : finish.steps) plan.steps.push_back(s);
   if (variant == VariantKind::ring) plan.error = make_ring(plan.steps, ix);
+  return plan;
+}
+
+/// The same on kernel layouts: A is first gathered from `a` to `kernel_a` and B from `b` to
+/// `kernel_b` (AllGathers of minor axes only), then the contraction runs on the kernel layouts.
+/// This is how a plan starts from operands stored once (each element on one rank) and still
+/// runs a kernel that replicates them, such as 2.5D (A and B replicated over the layers) or
+/// the 3-D algorithm; the sharding planner's plans are of this form.
+constexpr contraction_plan_data plan_contraction_via(const contraction_indices& ix, const tensor_axes& a,
+                                                     const tensor_axes& b, const tensor_axes& kernel_a,
+                                                     const tensor_axes& kernel_b, const tensor_axes& c,
+                                                     bool natural_only, VariantKind variant,
+                                                     const axis_list& layers = {}) {
+  contraction_plan_data plan;
+  auto gather_to = [&](Operand op, const tensor_axes& from, const tensor_axes& to) {
+    if (!from.partial.empty() || !to.partial.empty() || from.rank != to.rank) return false;
+    const reshard_result r = reshard_steps(from, to);
+    if (!r.error.ok()) return false;
+    for (Step s : r.steps) {
+      if (s.kind != StepKind::all_gather) return false;
+      s.operand = op;
+      plan.steps.push_back(s);
+    }
+    return true;
+  };
+  if (!gather_to(Operand::A, a, kernel_a) || !gather_to(Operand::B, b, kernel_b)) {
+    plan.error = {PlanError::kernel_layout_unreachable};
+    return plan;
+  }
+  const contraction_plan_data inner = plan_contraction(ix, kernel_a, kernel_b, c, natural_only, variant, layers);
+  for (const Step& s : inner.steps) plan.steps.push_back(s);
+  plan.start = inner.start;
+  plan.start[Operand::A] = a;
+  plan.start[Operand::B] = b;
+  plan.error = inner.error;
   return plan;
 }
 

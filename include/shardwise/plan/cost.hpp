@@ -24,20 +24,34 @@ struct summa_panel {
   int a_root = 0, b_root = 0;
 };
 
-/// Calls f(panel) for every panel of k: the common refinement of A's k blocks (split in
-/// `a_parts`) and B's (in `b_parts`), cut to at most `max_width`.
+/// Calls f(panel) for every panel of k in [first, last) (all of k by default): the common
+/// refinement of A's k blocks (split in `a_parts`) and B's (in `b_parts`), cut to at most
+/// `max_width`.
 template <typename F>
-constexpr void for_each_summa_panel(std::int64_t k, int a_parts, int b_parts, int max_width, F&& f) {
+constexpr void for_each_summa_panel(std::int64_t k, int a_parts, int b_parts, int max_width, F&& f,
+                                    std::int64_t first = 0, std::int64_t last = -1) {
+  if (last < 0) last = k;
   int a_block = 0, b_block = 0;
-  for (std::int64_t begin = 0; begin < k;) {
+  for (std::int64_t begin = first; begin < last;) {
     while (block_begin(k, a_parts, a_block + 1) <= begin) ++a_block;
     while (block_begin(k, b_parts, b_block + 1) <= begin) ++b_block;
-    std::int64_t end = begin + max_width;
+    std::int64_t end = std::min(begin + max_width, last);
     if (block_begin(k, a_parts, a_block + 1) < end) end = block_begin(k, a_parts, a_block + 1);
     if (block_begin(k, b_parts, b_block + 1) < end) end = block_begin(k, b_parts, b_block + 1);
     f(summa_panel{begin, end - begin, a_block, b_block});
     begin = end;
   }
+}
+
+/// The range of k that this rank's layer multiplies in a (2.5D) SUMMA step: all of k without
+/// layers, else the layer's contiguous block of k.
+struct k_range {
+  std::int64_t first = 0, last = 0;
+};
+constexpr k_range layer_k_range(const Step& step, std::int64_t k, const block_geometry& geo) {
+  if (step.layers.empty()) return {0, k};
+  const int layers = geo.group_size(step.layers), layer = geo.group_rank(step.layers);
+  return {block_begin(k, layers, layer), block_begin(k, layers, layer + 1)};
 }
 
 /// Which of the three counted kinds of collective a step is charged to, when it is one.
@@ -83,11 +97,15 @@ constexpr Traffic step_traffic(const Step& step, const operand_axes& state, cons
       const std::int64_t m_local = geo.extent(global[0][0], a.dim(0));
       const std::int64_t n_local = geo.extent(global[1][1], b.dim(1));
       const int b_group = geo.group_size(step.b_axes), b_rank = geo.group_rank(step.b_axes);
+      const k_range range = layer_k_range(step, global[0][1], geo);
       Traffic total;
-      for_each_summa_panel(global[0][1], group, b_group, panel_width, [&](const summa_panel& p) {
-        total += chain_broadcast_traffic(m_local * p.width, group, rank, p.a_root, scalar_bytes);
-        total += chain_broadcast_traffic(p.width * n_local, b_group, b_rank, p.b_root, scalar_bytes);
-      });
+      for_each_summa_panel(
+          global[0][1], group, b_group, panel_width,
+          [&](const summa_panel& p) {
+            total += chain_broadcast_traffic(m_local * p.width, group, rank, p.a_root, scalar_bytes);
+            total += chain_broadcast_traffic(p.width * n_local, b_group, b_rank, p.b_root, scalar_bytes);
+          },
+          range.first, range.last);
       return total;
     }
   }

@@ -63,9 +63,12 @@ inline std::string describe_step(const Step& s, const plan_names& names, std::sp
     case StepKind::ring_gemm_reduce_scatter:
       return cat("local GEMM overlapped with ring ReduceScatter ", operand, " along ", dim, " over ", axes);
     case StepKind::summa_gemm:
-      return cat("SUMMA: Broadcast ", names.operands[0], " panels along ", std::string_view(&names.dims[0][1], 1),
-                 " over ", axes, " and ", names.operands[1], " panels along ", std::string_view(&names.dims[1][0], 1),
-                 " over ", axes_text_of(s.b_axes, axis_names), ", GEMM per panel");
+      return cat(s.layers.empty() ? std::string("SUMMA: ")
+                                  : cat("2.5D SUMMA, each layer over ", axes_text_of(s.layers, axis_names), " 1/c of ",
+                                        std::string_view(&names.dims[0][1], 1), ": "),
+                 "Broadcast ", names.operands[0], " panels along ", std::string_view(&names.dims[0][1], 1), " over ",
+                 axes, " and ", names.operands[1], " panels along ", std::string_view(&names.dims[1][0], 1), " over ",
+                 axes_text_of(s.b_axes, axis_names), ", GEMM per panel");
   }
   return {};
 }

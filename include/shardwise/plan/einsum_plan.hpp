@@ -97,13 +97,48 @@ struct contraction_analysis {
   static constexpr bool b_valid = valid_sharding_of_rank<M, ShB, Ix.ranks[1]>();
   static constexpr bool c_valid = natural_requested || valid_sharding_of_rank<M, ShC, Ix.ranks[2]>();
   static constexpr bool variant_valid = ContractionVariant<Variant>;
-  static constexpr bool shardings_valid = a_valid && b_valid && c_valid;
+  using traits = std::conditional_t<variant_valid, variant_traits<Variant>, plain_variant_traits>;
+  /// 2.5D's layer axes, resolved (empty for other variants); whether the mesh has them all.
+  static constexpr bool layers_known = all_names_in_mesh<M>(traits::layer_names);
+  static constexpr axis_list layers = layers_known ? resolve_names<M>(traits::layer_names) : axis_list{};
+  /// Via's kernel layouts: what A and B are gathered to before the product (themselves without Via).
+  static constexpr bool kernels_valid = [] {
+    if constexpr (traits::has_kernel)
+      return valid_sharding_of_rank<M, typename traits::kernel_a, Ix.ranks[0]>() &&
+             valid_sharding_of_rank<M, typename traits::kernel_b, Ix.ranks[1]>();
+    else
+      return true;
+  }();
+  static constexpr bool shardings_valid = a_valid && b_valid && c_valid && kernels_valid;
 
   static constexpr tensor_axes a = resolved_or_replicated<M, ShA, Ix.ranks[0]>();
   static constexpr tensor_axes b = resolved_or_replicated<M, ShB, Ix.ranks[1]>();
   static constexpr bool inputs_partial = !a.partial.empty() || !b.partial.empty();
+  /// The layouts the product itself runs on (A and B unless Via gathers them first).
+  static constexpr tensor_axes kernel_a = [] {
+    if constexpr (traits::has_kernel) return resolved_or_replicated<M, typename traits::kernel_a, Ix.ranks[0]>();
+    else return a;
+  }();
+  static constexpr tensor_axes kernel_b = [] {
+    if constexpr (traits::has_kernel) return resolved_or_replicated<M, typename traits::kernel_b, Ix.ranks[1]>();
+    else return b;
+  }();
 
-  static constexpr natural_output_axes natural_result = natural_output_of(Ix, a, b);
+  static constexpr natural_output_axes natural_result = [] {
+    if constexpr (variant_valid) {
+      if (traits::kind == VariantKind::summa_25d) {  // C = [X, Y], the layers' sums reduced
+        tensor_axes replicated;
+        replicated.rank = Ix.ranks[2];
+        const contraction_plan_data p = plan_contraction(Ix, kernel_a, kernel_b, replicated, true, traits::kind, layers);
+        if (p.error.ok() || p.error.code == PlanError::same_axis_splits_two_output_dims) {
+          tensor_axes natural = p.start[Operand::C];
+          natural.partial = {};
+          return p.error.ok() ? natural_output_axes{natural, {}} : natural_output_axes{replicated, p.error};
+        }
+      }
+    }
+    return natural_output_of(Ix, kernel_a, kernel_b);
+  }();
   static constexpr tensor_axes natural_axes = natural_result.axes;
   using natural = typename natural_sharding_type<shardings_valid && natural_result.conflict.ok(), M, natural_axes,
                                                  Ix.ranks[2]>::type;
@@ -112,19 +147,20 @@ struct contraction_analysis {
 
   static constexpr contraction_plan_data data = [] {
     if constexpr (shardings_valid && variant_valid) {
-      if (!inputs_partial) return plan_contraction(Ix, a, b, c, natural_requested, variant_traits<Variant>::kind);
+      if (!inputs_partial && layers_known) {
+        if (traits::has_kernel)
+          return plan_contraction_via(Ix, a, b, kernel_a, kernel_b, c, natural_requested, traits::kind, layers);
+        return plan_contraction(Ix, a, b, c, natural_requested, traits::kind, layers);
+      }
     }
     return contraction_plan_data{};
   }();
-  static constexpr int panel_width = [] {
-    if constexpr (variant_valid) return variant_traits<Variant>::panel_width;
-    else return 0;
-  }();
+  static constexpr int panel_width = traits::panel_width;
   /// The plan's error; with the natural output, one axis on two output indices is the cause,
   /// whatever the variant reports.
   static constexpr plan_error error = natural_requested && !natural_result.conflict.ok() ? natural_result.conflict
                                                                                             : data.error;
-  static constexpr bool ok = shardings_valid && variant_valid && !inputs_partial && error.ok();
+  static constexpr bool ok = shardings_valid && variant_valid && layers_known && !inputs_partial && error.ok();
 };
 
 /// Bytes of the copies a program makes to change storage orders: for each operand the largest
@@ -213,7 +249,14 @@ constexpr std::int64_t pack_elements(const program& p, const operand_extents& gl
     "index), or the ReduceScatter right after the GEMM; this schedule has neither, so use sw::standard")            \
   X(summa_needs_grid_layout,                                                                                         \
     "shardwise::einsum: the SUMMA variant is for matrices on a grid (\"mk,kn->mn\" with A = [X, Y], B = [X, Y]); "   \
-    "use sw::standard")
+    "use sw::standard")                                                                                              \
+  X(summa_25d_layers_split_inputs,                                                                                   \
+    "shardwise::einsum: the 2.5D variant's layer axes must replicate A and B (A and B are copied on every layer); "  \
+    "split A and B over the other axes only, or reach such layouts first with sw::via<KernelA, KernelB, ...>")       \
+  X(kernel_layout_unreachable,                                                                                       \
+    "shardwise::einsum: via<KernelA, KernelB>: each kernel layout must be its operand's sharding with minor axes "   \
+    "gathered (dropped from the end of a dimension's axis list)")                                                    \
+  X(unknown_layer_axis, "shardwise::einsum: the 2.5D variant names a layer axis the mesh does not have")
 
 enum class EinsumError {
   none,
@@ -258,6 +301,8 @@ constexpr EinsumError einsum_error_of(const plan_error& e) {
     case PlanError::output_dim_unreachable: return EinsumError::output_index_unreachable;
     case PlanError::ring_needs_one_gather_or_scatter: return EinsumError::ring_needs_one_gather_or_scatter;
     case PlanError::summa_needs_grid_layout: return EinsumError::summa_needs_grid_layout;
+    case PlanError::summa_25d_layers_split_inputs: return EinsumError::summa_25d_layers_split_inputs;
+    case PlanError::kernel_layout_unreachable: return EinsumError::kernel_layout_unreachable;
   }
   return EinsumError::none;
 }
@@ -314,6 +359,7 @@ struct einsum_checks {
     if constexpr (shapes_ok) {
       if (!analysis::shardings_valid) return EinsumError::invalid_sharding;
       if (!analysis::variant_valid) return EinsumError::invalid_variant;
+      if (!analysis::layers_known) return EinsumError::unknown_layer_axis;
       if (analysis::inputs_partial) return EinsumError::input_partial;
       return einsum_error_of(analysis::error);
     }
@@ -392,7 +438,7 @@ struct einsum_plan {
   /// The sharding of the result.
   using output_sharding = typename analysis::output;
   /// One of policy::Unsharded, Batched, MatchedInner, UnmatchedInner, Outer, Full.
-  using policy = typename detail::policy_type<detail::classify(indices, analysis::a, analysis::b)>::type;
+  using policy = typename detail::policy_type<detail::classify(indices, analysis::kernel_a, analysis::kernel_b)>::type;
   using variant_type = Variant;
   static constexpr int summa_panel_width = analysis::panel_width;
   /// The steps the kernel runs, in order.

@@ -57,7 +57,16 @@ constexpr operand_extents matmul_extents(const MatmulShape& s) { return {{{s.m, 
     "right after the GEMM; this schedule has neither, so use variant::Standard")                                     \
   X(summa_needs_grid_layout,                                                                                         \
     "shardwise::matmul: the SUMMA variant needs A = [X, Y] and B = [X, Y] (A's rows and B's k over the same axes "   \
-    "X, A's k and B's columns over the same axes Y); use variant::Standard")
+    "X, A's k and B's columns over the same axes Y); use variant::Standard")                                         \
+  X(summa_25d_layers_split_inputs,                                                                                   \
+    "shardwise::matmul: the 2.5D variant needs A = [X, Y] and B = [X, Y] replicated over its layer axes (no layer "  \
+    "axis may split A or B); from operands stored once, gather to those layouts with sw::via<KernelA, KernelB, "    \
+    "variant::Summa25D<...>>")                                                                                       \
+  X(kernel_layout_unreachable,                                                                                       \
+    "shardwise::matmul: via<KernelA, KernelB>: each kernel layout must be its operand's sharding with minor axes "   \
+    "gathered (dropped from the end of a dimension's axis list)")                                                    \
+  X(unknown_layer_axis, "shardwise::matmul: the 2.5D variant names a layer axis the mesh does not have; check the "   \
+                        "spelling against the Mesh's Axis<\"name\", extent> list")
 
 enum class MatmulError {
   none,
@@ -91,6 +100,8 @@ constexpr MatmulError matmul_error_of(const plan_error& e) {
       return e.dim == 0 ? MatmulError::output_rows_unreachable : MatmulError::output_cols_unreachable;
     case PlanError::ring_needs_one_gather_or_scatter: return MatmulError::ring_needs_one_gather_or_scatter;
     case PlanError::summa_needs_grid_layout: return MatmulError::summa_needs_grid_layout;
+    case PlanError::summa_25d_layers_split_inputs: return MatmulError::summa_25d_layers_split_inputs;
+    case PlanError::kernel_layout_unreachable: return MatmulError::kernel_layout_unreachable;
   }
   return MatmulError::none;
 }
@@ -103,6 +114,7 @@ struct matmul_analysis : contraction_analysis<M, matmul_indices, ShA, ShB, ShC, 
   static constexpr MatmulError error = [] {
     if (!base::shardings_valid) return MatmulError::invalid_sharding;
     if (base::inputs_partial) return MatmulError::input_partial;
+    if (!base::layers_known) return MatmulError::unknown_layer_axis;
     return matmul_error_of(base::error);
   }();
 };
@@ -150,7 +162,8 @@ struct matmul_plan {
 
  public:
   /// One of policy::Unsharded, MatchedInner, UnmatchedInner, Outer, Full.
-  using policy = typename detail::policy_type<detail::classify(detail::matmul_indices, analysis::a, analysis::b)>::type;
+  using policy =
+      typename detail::policy_type<detail::classify(detail::matmul_indices, analysis::kernel_a, analysis::kernel_b)>::type;
   using variant_type = Variant;
   static constexpr int summa_panel_width = analysis::panel_width;
   /// The steps the kernel runs, in order.

@@ -55,6 +55,30 @@ struct Summa {
   static constexpr std::string_view name = "summa";
   static constexpr int panel_width = PanelWidth;
 };
+/// 2.5D matmul (Solomonik and Demmel, 2011) on the layer axes Layers: A = [X, Y] and B = [X, Y]
+/// as for SUMMA, replicated over the layers (the types say so: no layer axis splits them). The
+/// c = |Layers| layers each take a contiguous 1/c of k (SUMMA panels of at most PanelWidth on
+/// their X x Y grid), which leaves C pending over the layers: reduced by an AllReduce, or a
+/// ReduceScatter when C is requested split over them, or kept Partial. Bandwidth per rank
+/// falls as 1/sqrt(c) against 2-D SUMMA on the same ranks, for c times the memory.
+template <int PanelWidth, fixed_string... Layers>
+struct Summa25DPanels {
+  static_assert(PanelWidth >= 1, "shardwise::variant::Summa25D: the panel width must be at least 1");
+  static_assert(sizeof...(Layers) > 0, "shardwise::variant::Summa25D: name the layer axes, e.g. summa_25d<\"z\">");
+  static constexpr std::string_view name = "summa_25d";
+  static constexpr int panel_width = PanelWidth;
+};
+/// 2.5D with panels of 256.
+template <fixed_string... Layers>
+using Summa25D = Summa25DPanels<256, Layers...>;
+/// Gathers first, then Inner: A is AllGathered to the sharding KernelA and B to KernelB (minor
+/// axes only, as a reshard may), and the product runs on those. So operands stored once (each
+/// element on one rank) can use a kernel that replicates them: 2.5D from [X, (Y, Z)], or the
+/// 3-D algorithm. The sharding planner (plan/sharding_planner.hpp) answers in this form.
+template <typename KernelA, typename KernelB, typename Inner = Standard>
+struct Via {
+  static constexpr std::string_view name = Inner::name;
+};
 }  // namespace variant
 
 /// The standard variant, as a call argument: matmul(a, b, sw::standard).
@@ -63,6 +87,12 @@ inline constexpr variant::Standard standard{};
 inline constexpr variant::Ring ring{};
 /// SUMMA with panels of 256, as a call argument: matmul(a, b, sw::summa).
 inline constexpr variant::Summa<> summa{};
+/// 2.5D over the layer axes, as a call argument: matmul(a, b, sw::summa_25d<"z">).
+template <fixed_string... Layers>
+inline constexpr variant::Summa25D<Layers...> summa_25d{};
+/// Gather to kernel layouts first, as a call argument: matmul(a, b, sw::via<KA, KB, variant::Summa<>>).
+template <typename KernelA, typename KernelB, typename Inner = variant::Standard>
+inline constexpr variant::Via<KernelA, KernelB, Inner> via{};
 
 /// Ask for the output a plan produces without extra communication (matmul: C = [am, bn]).
 struct NaturalOutput {};
@@ -103,18 +133,37 @@ template <> struct policy_type<PolicyKind::unmatched_inner> { using type = polic
 template <> struct policy_type<PolicyKind::outer> { using type = policy::Outer; };
 template <> struct policy_type<PolicyKind::full> { using type = policy::Full; };
 
+/// What the planner needs of a variant: its kind, SUMMA's panel width, 2.5D's layer axes (by
+/// name) and, for Via, the kernel layouts (`has_kernel`).
+struct plain_variant_traits {
+  static constexpr int panel_width = 0;
+  static constexpr name_list layer_names{};
+  static constexpr bool has_kernel = false;
+  using kernel_a = void;
+  using kernel_b = void;
+};
 template <typename V> struct variant_traits;
-template <> struct variant_traits<variant::Standard> {
+template <> struct variant_traits<variant::Standard> : plain_variant_traits {
   static constexpr VariantKind kind = VariantKind::standard;
-  static constexpr int panel_width = 0;
 };
-template <> struct variant_traits<variant::Ring> {
+template <> struct variant_traits<variant::Ring> : plain_variant_traits {
   static constexpr VariantKind kind = VariantKind::ring;
-  static constexpr int panel_width = 0;
 };
-template <int W> struct variant_traits<variant::Summa<W>> {
+template <int W> struct variant_traits<variant::Summa<W>> : plain_variant_traits {
   static constexpr VariantKind kind = VariantKind::summa;
   static constexpr int panel_width = W;
+};
+template <int W, fixed_string... Layers> struct variant_traits<variant::Summa25DPanels<W, Layers...>> : plain_variant_traits {
+  static constexpr VariantKind kind = VariantKind::summa_25d;
+  static constexpr int panel_width = W;
+  static constexpr name_list layer_names{Layers.view()...};
+};
+template <typename KA, typename KB, typename Inner>
+  requires requires { variant_traits<Inner>::kind; }
+struct variant_traits<variant::Via<KA, KB, Inner>> : variant_traits<Inner> {
+  static constexpr bool has_kernel = true;
+  using kernel_a = KA;
+  using kernel_b = KB;
 };
 
 /// Satisfied by the variant types (variant::Standard, Ring, Summa<W>).

@@ -28,6 +28,8 @@ enum class PlanError {
   output_dim_unreachable,            ///< a requested dimension cannot be reached without a reshuffle
   ring_needs_one_gather_or_scatter,  ///< the ring variant has nothing (or too much) to overlap
   summa_needs_grid_layout,           ///< SUMMA needs A = [X, Y] and B = [X, Y]
+  summa_25d_layers_split_inputs,     ///< 2.5D's layer axes must replicate A and B, not split them
+  kernel_layout_unreachable,         ///< via<KA, KB>: KA or KB is not A or B with minor axes gathered
 };
 
 /// A plan's verdict: no error, or the error and the dimension of the result it concerns (-1

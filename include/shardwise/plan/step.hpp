@@ -31,6 +31,7 @@ enum class StepKind : unsigned char {
   ring_all_gather_gemm,      ///< ring AllGather of `operand` along `dim` over `axes`, a GEMM per block in hand
   ring_gemm_reduce_scatter,  ///< GEMM chunk by chunk while a ring ReduceScatters C along `dim` over `axes`
   summa_gemm,                ///< broadcast A panels over `axes`, B panels over `b_axes`, a GEMM per panel
+                             ///< (2.5D: each layer over `layers` takes its own share of the panels)
 };
 
 /// The operands of one operation: the inputs A and B of a contraction and its result C (C is
@@ -40,12 +41,15 @@ enum class Operand : unsigned char { A, B, C };
 /// One step. `dim` is a dimension of `operand` (for a matmul, A[m, k]: 1 is k; B[k, n]: 0 is
 /// k; C[m, n]: 0 is m). `axes` are the mesh axes (indices, major first) the step works over;
 /// a step that moves pieces of both A and B (SUMMA) moves A's over `axes` and B's over `b_axes`.
+/// 2.5D SUMMA runs on layers: the ranks along `layers` (over which A and B are replicated)
+/// each take a contiguous 1/c of k, so C leaves the step with a pending sum over them.
 struct Step {
   StepKind kind{};
   Operand operand = Operand::C;
   int dim = -1;
   detail::axis_list axes{};
   detail::axis_list b_axes{};
+  detail::axis_list layers{};
   friend constexpr bool operator==(const Step&, const Step&) = default;
 };
 

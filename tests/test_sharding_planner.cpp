@@ -1,0 +1,215 @@
+// The sharding planner (plan/sharding_planner.hpp), exhaustively on small meshes:
+//  - plan_matmul's answer is the cheapest of ALL valid plans on 2x2, 2x4 and 2x2x2 meshes
+//    (every kernel layout of A and B in any axis order, every variant, every C stored once),
+//    with and without a memory budget that rules the cheapest out, even and uneven shapes;
+//  - cheapest_reshard's costs satisfy the triangle inequality over every pair of placements
+//    of a matrix on those meshes (and never exceed a direct reshard_plan);
+//  - both are usable in constant expressions.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "shardwise/plan/sharding_planner.hpp"
+
+namespace sw = shardwise;
+using sw::detail::axis_list;
+using sw::detail::block_geometry;
+using sw::detail::tensor_axes;
+using sw::detail::VariantKind;
+
+namespace {
+
+block_geometry mesh_of(std::initializer_list<int> extents) {
+  block_geometry g;
+  for (int e : extents) g.extents[static_cast<std::size_t>(g.ndim++)] = e;
+  return g;
+}
+
+std::string text(const tensor_axes& t) {
+  static constexpr std::string_view names[] = {"x", "y", "z"};
+  std::string s = "[";
+  for (int d = 0; d < t.rank; ++d) s += (d ? ", " : "") + sw::detail::axes_text_of(t.dim(d), names);
+  s += "]";
+  if (!t.partial.empty()) s += "+P" + sw::detail::axes_text_of(t.partial, names);
+  return s;
+}
+
+std::string text(const sw::MatmulChoice& c) {
+  return "A" + text(c.a) + " B" + text(c.b) + " C" + text(c.c) + " kernel A" + text(c.kernel_a) + " B" +
+         text(c.kernel_b) + " variant " + std::to_string(static_cast<int>(c.variant)) + " layers " +
+         std::to_string(c.layers.size()) + ": " + std::to_string(c.traffic.bytes) + " B / " +
+         std::to_string(c.traffic.messages) + " msgs, footprint " + std::to_string(c.footprint_bytes) + " B";
+}
+
+/// Every matrix placement on `axes` mesh axes: each axis in the rows, the columns or neither,
+/// in every order within a dimension; `all_used`: only those that use every axis.
+std::vector<tensor_axes> placements(int axes, bool all_used) {
+  std::vector<tensor_axes> result;
+  std::vector<int> perm(static_cast<std::size_t>(axes));
+  for (int i = 0; i < axes; ++i) perm[static_cast<std::size_t>(i)] = i;
+  int assignments = 1;
+  for (int i = 0; i < axes; ++i) assignments *= 3;
+  do {  // an order of the axes, then where each goes: the order within a dimension follows it
+    for (int code = 0; code < assignments; ++code) {
+      tensor_axes t;
+      t.rank = 2;
+      int rest = code;
+      bool complete = true;
+      for (int axis : perm) {
+        const int where = rest % 3;
+        rest /= 3;
+        if (where < 2) t.dim(where).push_back(axis);
+        else complete = false;
+      }
+      if (all_used && !complete) continue;
+      bool seen = false;
+      for (const auto& known : result) seen = seen || known == t;
+      if (!seen) result.push_back(t);
+    }
+  } while (std::next_permutation(perm.begin(), perm.end()));
+  return result;
+}
+
+/// The cheapest of all valid plans, by brute force.
+sw::MatmulChoice brute_force(const block_geometry& mesh, const sw::MatmulProblem& problem) {
+  const int d = mesh.ndim;
+  const auto kernels = placements(d, false), outputs = placements(d, true);
+  std::vector<std::pair<VariantKind, axis_list>> variants = {
+      {VariantKind::standard, {}}, {VariantKind::ring, {}}, {VariantKind::summa, {}}};
+  for (unsigned subset = 1; subset < (1u << d); ++subset) {
+    axis_list layers;
+    for (int a = 0; a < d; ++a)
+      if ((subset >> a) & 1u) layers.push_back(a);
+    variants.push_back({VariantKind::summa_25d, layers});
+  }
+  sw::MatmulChoice best;
+  for (const auto& ka : kernels)
+    for (const auto& kb : kernels)
+      for (const auto& [variant, layers] : variants)
+        for (const auto& c : outputs) {
+          const auto e = sw::detail::evaluate_matmul(mesh, problem, sw::detail::stored_once(ka, d),
+                                                     sw::detail::stored_once(kb, d), ka, kb, c, variant, layers);
+          if (e.fits && (!best.found || sw::detail::cheaper(e.choice, best))) best = e.choice;
+        }
+  return best;
+}
+
+void expect_planner_is_cheapest(const block_geometry& mesh, sw::MatmulShape shape, std::int64_t budget) {
+  const sw::MatmulProblem problem{shape, 8, budget};
+  const sw::MatmulChoice planned = sw::plan_matmul(mesh, problem);
+  const sw::MatmulChoice best = brute_force(mesh, problem);
+  SCOPED_TRACE("mesh " + std::to_string(mesh.extents[0]) + "x" + std::to_string(mesh.extents[1]) +
+               (mesh.ndim > 2 ? "x" + std::to_string(mesh.extents[2]) : "") + ", m n k " + std::to_string(shape.m) +
+               " " + std::to_string(shape.n) + " " + std::to_string(shape.k) + ", budget " + std::to_string(budget));
+  ASSERT_EQ(planned.found, best.found);
+  if (!best.found) return;
+  EXPECT_EQ(planned.traffic, best.traffic) << "planner: " << text(planned) << "\nbest:    " << text(best);
+  EXPECT_EQ(planned.footprint_bytes, best.footprint_bytes) << "planner: " << text(planned) << "\nbest:    " << text(best);
+  EXPECT_LE(planned.footprint_bytes, budget);
+}
+
+}  // namespace
+
+TEST(ShardingPlanner, CheapestOfAllPlansOnSmallMeshes) {
+  for (const auto& mesh : {mesh_of({2, 2}), mesh_of({2, 4}), mesh_of({2, 2, 2})}) {
+    for (const sw::MatmulShape shape : {sw::MatmulShape{64, 64, 64}, sw::MatmulShape{96, 40, 512}, sw::MatmulShape{13, 7, 29}}) {
+      const std::int64_t unlimited = sw::MatmulProblem{}.budget_bytes;
+      expect_planner_is_cheapest(mesh, shape, unlimited);
+      // A budget that rules out the cheapest plan: a fifth more than the smallest footprint.
+      const sw::MatmulChoice cheapest = sw::plan_matmul(mesh, {shape, 8, unlimited});
+      expect_planner_is_cheapest(mesh, shape, cheapest.footprint_bytes - 1);
+      expect_planner_is_cheapest(mesh, shape, 1);  // nothing fits
+    }
+  }
+}
+
+TEST(ShardingPlanner, FindsTheThreeDimensionalAlgorithmAtTheLowerBound) {
+  // On a 4 x 4 x 4 mesh with memory to spare: A[m over one axis, k over another] and B[k, n]
+  // gathered from one copy, the partial C scattered over the third: 3 (q-1)/q n^2/q^2 words,
+  // the memory-independent lower bound 3 (n^3/P)^(2/3) - 3 n^2/P exactly.
+  const auto mesh = mesh_of({4, 4, 4});
+  const std::int64_t n = 1024;
+  const sw::MatmulChoice c = sw::plan_matmul(mesh, {{n, n, n}, 8, sw::MatmulProblem{}.budget_bytes});
+  ASSERT_TRUE(c.found);
+  const std::int64_t words = 3 * n * n / 16 - 3 * n * n / 64;
+  EXPECT_EQ(c.traffic.bytes, 8 * words) << text(c);
+}
+
+TEST(ShardingPlanner, UsableInConstantExpressions) {
+  using Line = sw::Mesh<sw::Axis<"x", 2>>;
+  static constexpr sw::MatmulChoice choice = sw::plan_matmul(Line{}, {{8, 8, 8}, 8, 1 << 20});
+  static_assert(choice.found);
+  using P = sw::planned_matmul<Line, choice>;
+  static_assert(sw::valid_matmul<Line, P::a_sharding, P::b_sharding, P::c_sharding, P::variant>);
+  static_assert(P::plan::max_traffic(Line{}, {8, 8, 8}, 8) == choice.traffic);
+  SUCCEED();
+}
+
+// ---- reshard paths -------------------------------------------------------------------------
+
+namespace {
+
+/// Every placement of a matrix on `axes` axes, with a pending sum over any unused axes.
+std::vector<tensor_axes> placements_with_partial(int axes) {
+  std::vector<tensor_axes> result;
+  for (const tensor_axes& t : placements(axes, false)) {
+    const axis_list used = t.used();
+    axis_list unused;
+    for (int a = 0; a < axes; ++a)
+      if (!sw::detail::contains(used, a)) unused.push_back(a);
+    for (unsigned subset = 0; subset < (1u << unused.size()); ++subset) {
+      tensor_axes p = t;
+      for (std::size_t i = 0; i < unused.size(); ++i)
+        if ((subset >> i) & 1u) p.partial.push_back(unused[i]);
+      result.push_back(p);
+    }
+  }
+  return result;
+}
+
+}  // namespace
+
+TEST(ReshardPlanner, TriangleInequalityAndNoWorseThanDirect) {
+  for (const auto& mesh : {mesh_of({2, 2}), mesh_of({2, 4}), mesh_of({2, 2, 2})}) {
+    const sw::detail::tensor_extents extents{24, 40};
+    const auto all = placements_with_partial(mesh.ndim);
+    const std::size_t n = all.size();
+    std::vector<sw::Traffic> distance(n * n);
+    std::vector<bool> reachable(n * n);
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t j = 0; j < n; ++j) {
+        const sw::ReshardPath p = sw::cheapest_reshard(mesh, all[i], all[j], extents, 8);
+        reachable[i * n + j] = p.found;
+        distance[i * n + j] = p.traffic;
+        // A placement with a pending sum is reached only from one with a pending sum over
+        // those axes (a reshard cannot create a sum); everything else is reachable.
+        EXPECT_EQ(p.found, sw::detail::is_subset(all[j].partial, all[i].partial)) << text(all[i]) << " -> " << text(all[j]);
+        // Never worse than the one direct reshard, where there is one.
+        const auto direct = sw::detail::reshard_steps(all[i], all[j]);
+        if (!direct.error.ok() || !p.found) continue;
+        sw::Schedule steps;
+        for (const auto& s : direct.steps) steps.push_back(s);
+        sw::detail::operand_axes state;
+        state[sw::Operand::C] = all[i];
+        sw::Traffic direct_cost;
+        sw::detail::for_each_evaluated_rank(mesh, [&](const block_geometry& geo) {
+          const sw::Traffic t = sw::detail::schedule_traffic(steps, state, {{{}, {}, extents}}, geo, 8, 0);
+          if (t.bytes > direct_cost.bytes) direct_cost = t;
+        });
+        EXPECT_LE(p.traffic.bytes, direct_cost.bytes) << text(all[i]) << " -> " << text(all[j]);
+      }
+    std::size_t triangles = 0;
+    for (std::size_t a = 0; a < n; ++a)
+      for (std::size_t b = 0; b < n; ++b)
+        for (std::size_t c = 0; c < n; ++c) {
+          if (!reachable[a * n + b] || !reachable[b * n + c]) continue;
+          ++triangles;
+          const sw::Traffic via = distance[a * n + b] + distance[b * n + c];
+          ASSERT_TRUE(reachable[a * n + c]);
+          ASSERT_LE(distance[a * n + c].bytes, via.bytes)
+              << text(all[a]) << " -> " << text(all[c]) << " costs more than through " << text(all[b]);
+        }
+    EXPECT_GT(triangles, n * n);
+  }
+}
