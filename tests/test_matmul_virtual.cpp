@@ -301,3 +301,44 @@ TEST(MatmulVirtual, ARankThatThrowsMidScheduleStopsTheOthers) {
                                        }),
                sw::RemoteRankFailure);
 }
+
+// ---- the sharding planner's answer run as types, and a memory budget ----------------------------
+
+TEST(MatmulVirtual, PlannedShardingsRunAndBudgetsCheckTheShape) {
+  using Pair = sw::Mesh<sw::Axis<"x", 2>>;
+  static constexpr sw::MatmulChoice choice = sw::plan_matmul(Pair{}, {{12, 14, 10}, 8, 4096});  // m, k, n
+  using Planned = sw::planned_matmul<Pair, choice>;
+  constexpr sw::MatmulShape shape{12, 14, 10};
+  const Eigen::MatrixXd a_global = random_matrix<double>(12, 14, 3), b_global = random_matrix<double>(14, 10, 4);
+  const Eigen::MatrixXd want = a_global * b_global;
+  std::vector<std::string> failures(2);
+  LocalChecks quiet;
+  sw::run_virtual_cluster(2, [&](sw::VirtualCommunicator& comm) {
+    const int rank = comm.rank();
+    auto counters = std::make_shared<sw::CommCounters>();
+    sw::ProcessGroupMesh<Pair> groups(sw::CountingCommunicator<sw::VirtualCommunicator>(std::move(comm), counters));
+    std::string& failure = failures[static_cast<std::size_t>(rank)];
+    const auto a = sw::ShardedMatrix<double, Pair, Planned::a_sharding>::distribute(groups, a_global);
+    const auto b = sw::ShardedMatrix<double, Pair, Planned::b_sharding>::distribute(groups, b_global);
+    const sw::Traffic before = counters->total();
+    const auto c = sw::matmul<Planned::c_sharding>(a, b, Planned::variant{}, sw::memory_budget<shape, 4096>);
+    const sw::Traffic sent = counters->total() - before;
+    if (sent != Planned::plan::traffic(groups.mesh(), groups.coordinate(), shape, 8)) failure += "traffic differs; ";
+    if (relative_error(c.to_global(), want) > 1e-12) failure += "wrong product; ";
+    // The budget was checked for 12 x 14 times 14 x 10: other operands are refused.
+    const auto other = sw::ShardedMatrix<double, Pair, Planned::a_sharding>::distribute(groups, random_matrix<double>(12, 14, 5));
+    const auto small = sw::ShardedMatrix<double, Pair, Planned::b_sharding>::distribute(groups, random_matrix<double>(14, 9, 6));
+    try {
+      (void)sw::matmul<Planned::c_sharding>(other, small, Planned::variant{}, sw::memory_budget<shape, 4096>);
+      failure += "no error for another shape; ";
+    } catch (const std::invalid_argument& e) {
+      if (std::string(e.what()) !=
+          "shardwise::matmul: the memory budget was checked for m = 12, k = 14, n = 10 but A is 12 x 14 and B is 14 x 9")
+        failure += std::string("unexpected text: ") + e.what();
+    }
+  });
+  EXPECT_EQ(failures[0], "");
+  EXPECT_EQ(failures[1], "");
+  EXPECT_TRUE(choice.found);
+  EXPECT_LE(choice.footprint_bytes, 4096);
+}

@@ -20,6 +20,7 @@
 
 #include "shardwise/kernels/executor.hpp"
 #include "shardwise/plan/matmul_plan.hpp"
+#include "shardwise/plan/memory_budget.hpp"
 #include "shardwise/plan/program.hpp"
 #include "shardwise/reshard.hpp"
 #include "shardwise/sharded_matrix.hpp"
@@ -78,6 +79,24 @@ auto matmul(const ShardedMatrix<Scalar, M, ShA, OA>& a, const ShardedMatrix<Scal
   Result c(a.groups(), a.rows(), b.cols(), detail::uninitialized);
   detail::run_matmul<Plan>(c, a, b);
   return c;
+}
+
+/// C = A * B with a per-rank memory budget checked at compile time (plan/memory_budget.hpp):
+/// the plan's footprint for the budget's shape must fit, and A and B must have that shape.
+template <typename ShC = NaturalOutput, typename Scalar, MeshType M, typename ShA, int OA, typename ShB, int OB,
+          detail::MatmulVariant Variant, MatmulShape Shape, std::int64_t Bytes>
+auto matmul(const ShardedMatrix<Scalar, M, ShA, OA>& a, const ShardedMatrix<Scalar, M, ShB, OB>& b, Variant variant,
+            MemoryBudget<Shape, Bytes>) {
+  static_assert(sizeof(detail::checked_budget<M, ShA, ShB, ShC, Variant, MemoryBudget<Shape, Bytes>,
+                                              static_cast<std::int64_t>(sizeof(Scalar))>) > 0);
+  a.check_valid("shardwise::matmul", "A");
+  b.check_valid("shardwise::matmul", "B");
+  if (a.rows() != Shape.m || a.cols() != Shape.k || b.rows() != Shape.k || b.cols() != Shape.n)
+    throw std::invalid_argument("shardwise::matmul: the memory budget was checked for m = " + std::to_string(Shape.m) +
+                                ", k = " + std::to_string(Shape.k) + ", n = " + std::to_string(Shape.n) +
+                                " but A is " + std::to_string(a.rows()) + " x " + std::to_string(a.cols()) +
+                                " and B is " + std::to_string(b.rows()) + " x " + std::to_string(b.cols()));
+  return matmul<ShC>(a, b, variant);
 }
 
 /// C = A * B into existing storage; the requested output is C's own sharding. C may be A or

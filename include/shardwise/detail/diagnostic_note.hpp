@@ -62,9 +62,9 @@ constexpr exact_note<N> exact_note_of(const diagnostic_note& note) {
   return result;
 }
 
-/// Never true: the condition of a static_assert that shows `Note` (an exact_note) beside its
+/// Never true: the condition of a static_assert that shows `Notes` (exact_notes) beside its
 /// message.
-template <auto Note>
+template <auto... Notes>
 inline constexpr bool named_beside = false;
 
 }  // namespace shardwise::detail

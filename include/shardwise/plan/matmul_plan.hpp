@@ -140,8 +140,16 @@ template <MeshType M, TensorShardingType ShA, TensorShardingType ShB, typename S
 struct matmul_plan {
  private:
   // Completing the checkers reports a bad sharding once, with its own message.
-  static constexpr bool inputs_valid =
-      detail::checked_sharding<M, ShA, 2>::value && detail::checked_sharding<M, ShB, 2>::value;
+  // Via's kernel layouts are shardings too, checked the same way.
+  static constexpr bool kernels_valid() {
+    if constexpr (detail::variant_traits<Variant>::has_kernel)
+      return detail::checked_sharding<M, typename detail::variant_traits<Variant>::kernel_a, 2>::value &&
+             detail::checked_sharding<M, typename detail::variant_traits<Variant>::kernel_b, 2>::value;
+    else
+      return true;
+  }
+  static constexpr bool inputs_valid = detail::checked_sharding<M, ShA, 2>::value &&
+                                       detail::checked_sharding<M, ShB, 2>::value && kernels_valid();
   using analysis = detail::matmul_analysis<M, ShA, ShB, ShC, Variant>;
 
  public:
