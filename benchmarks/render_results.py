@@ -148,9 +148,42 @@ def matmul_tables(records, out):
     out.extend(sorted(notes))
 
 
+EINSUM_KINDS = ("einsum", "matmul", "attention", "blas_single_batched")
+
+
+def einsum_tables(records, out):
+    """einsum_bench: the batched product against the single-core batched GEMMs, rank-2 einsum
+    against matmul for the same plan, attention sharded against unsharded (ratios in one run)."""
+    recs = {r["name"]: r for r in records if r["kind"] in EINSUM_KINDS and not r["shape"]}
+    if not recs:
+        return
+    out.append("\n## einsum (einsum_bench, 2 ranks, fp64)\n")
+    out.append("| benchmark | time (ms) | GFLOP/s | plan | CPU / wall |\n|---|---:|---:|---|---:|")
+    for name in sorted(recs, key=natural):
+        r = recs[name]
+        out.append(f"| {name} | {fmt(r['ms'], 1)} | {fmt(r.get('GFLOPs'), 1)} | {r.get('label', '')} | "
+                   f"{fmt(cpu_share(r))}{' ⚠' if (cpu_share(r) or 1) < CONTENDED else ''} |")
+    batched, single_core = recs.get("einsum/batched/b_split"), recs.get("blas_single_batched")
+    out.append("")
+    if batched and single_core:
+        ratio = batched["GFLOPs"] / (2 * single_core["GFLOPs"])
+        out.append(f"- batched `bmk,bkn->bmn`, b split over the 2 ranks: {fmt(batched['GFLOPs'], 1)} GFLOP/s = "
+                   f"{fmt(ratio, 3)} × 2 × the same GEMMs on one core ({fmt(single_core['GFLOPs'], 1)}) "
+                   f"(≥ 0.9: {verdict(ratio >= 0.9)})")
+    for plan in ("Outer", "MatchedInner"):
+        e, m = recs.get(f"einsum/rank2/{plan}"), recs.get(f"matmul/{plan}")
+        if e and m:
+            out.append(f"- rank-2 einsum / matmul, {plan} (the same schedule): {fmt(e['ms'], 1)} / {fmt(m['ms'], 1)} ms "
+                       f"= {fmt(e['ms'] / m['ms'], 3)}")
+    sharded, whole = recs.get("attention/heads_over_x"), recs.get("attention/unsharded")
+    if sharded and whole:
+        out.append(f"- attention forward + backward, heads over the 2 ranks: {fmt(sharded['ms'], 1)} ms against "
+                   f"{fmt(whole['ms'], 1)} ms unsharded: {fmt(whole['ms'] / sharded['ms'], 2)}× faster")
+
+
 def other_tables(records, out):
     overhead = [r for r in records if r["kind"] == "overhead"]
-    rest = [r for r in records if not r["shape"] and r["kind"] != "overhead"]
+    rest = [r for r in records if not r["shape"] and r["kind"] not in ("overhead",) + EINSUM_KINDS]
     if overhead:
         out.append("\n## Per-call overhead (overhead_bench)\n\n| benchmark | ranks | time (µs) |\n|---|---:|---:|")
         out.extend(f"| {r['name']} | {r['np']} | {fmt(r['ms'] * 1e3, 3)} |" for r in overhead)
@@ -266,6 +299,14 @@ def main():
                "so the time is inflated.")
     targets(records, out)
     matmul_tables(records, out)
+    einsum_tables(records, out)
+    scaling = os.path.join(args.results, "scaling.md")
+    if os.path.exists(scaling):
+        out.append("\n## Beyond one node: modeled bytes per rank at P up to 4096 (benchmarks/scaling_model)\n")
+        out.append("m = n = k, fp64, at most 4 GiB per rank, every operand stored once; the lower bound is the "
+                   "memory-independent one, 3 (n³/P)^(2/3) − 3 n²/P words (Al Daas et al., SPAA 2022).\n")
+        with open(scaling) as f:
+            out.append(f.read())
     other_tables(records, out)
     compile_time = read_keys(os.path.join(args.results, "compile_time.txt"))
     if compile_time:
