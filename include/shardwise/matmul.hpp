@@ -35,27 +35,45 @@ inline constexpr program matmul_program = lower(Plan::schedule, Plan::initial_st
                                                 Plan::summa_panel_width, matrix_order(OA), matrix_order(OB), {},
                                                 matrix_order(OC));
 
+/// What the checks of a matmul need of an operand, whatever its type.
+struct matmul_operand {
+  const void* groups = nullptr;  ///< the shared group state (null: moved from)
+  std::int64_t rows = 0, cols = 0;
+};
+
 /// The checks of matmul and matmul_into (c null for matmul): operands not moved from, on one
-/// group mesh, with shapes every rank agrees on (collective) and that fit together.
+/// group mesh, with shapes every rank agrees on (collective over `world`) and that fit
+/// together. Out of line and independent of the operands' types: compiled once.
+[[gnu::noinline]] inline void check_matmul_operands(const char* operation, AnyCommunicator* world,
+                                                    const matmul_operand& a, const matmul_operand& b,
+                                                    const matmul_operand* c) {
+  const char* roles[] = {"A", "B", "C"};
+  const matmul_operand* operands[] = {&a, &b, c};
+  for (int i = 0; i < (c ? 3 : 2); ++i)
+    if (operands[i]->groups == nullptr)
+      fail<std::logic_error>({operation, ": ", roles[i],
+                              " was moved from (it holds no block and no groups); use the matrix it was moved into"});
+  if (a.groups != b.groups || (c && c->groups != a.groups))
+    fail({operation, ": the operands are bound to different ProcessGroupMesh objects; build all from the same one"});
+  const std::int64_t shapes[] = {a.rows, a.cols, b.rows, b.cols, c ? c->rows : 0, c ? c->cols : 0};
+  agree_on_all_ranks(*world, std::span<const std::int64_t>(shapes, c ? 6 : 4), {}, operation,
+                     c ? "the shapes of A, B and C" : "the shapes of A and B");
+  if (a.cols != b.rows)
+    fail({operation, ": the inner dimensions disagree: A is ", a.rows, " x ", a.cols, " but B is ", b.rows, " x ", b.cols});
+  if (c && (c->rows != a.rows || c->cols != b.cols))
+    fail({operation, ": C is ", c->rows, " x ", c->cols, " but A * B is ", a.rows, " x ", b.cols});
+}
+
+template <typename X>
+matmul_operand operand_of(const X& x) {
+  return {x.valid() ? static_cast<const void*>(&x.groups().state()) : nullptr, x.rows(), x.cols()};
+}
+
 template <typename A, typename B, typename C>
 void check_operands(const char* operation, const A& a, const B& b, const C* c) {
-  a.check_valid(operation, "A");
-  b.check_valid(operation, "B");
-  if (c) c->check_valid(operation, "C");
-  if (!a.groups().shares_groups_with(b.groups()) || (c && !c->groups().shares_groups_with(a.groups())))
-    throw std::invalid_argument(std::string(operation) +
-                                ": the operands are bound to different ProcessGroupMesh objects; build all from the same one");
-  const std::int64_t shapes[] = {a.rows(), a.cols(), b.rows(), b.cols(), c ? c->rows() : 0, c ? c->cols() : 0};
-  agree_on_all_ranks(a.groups().world(), std::span<const std::int64_t>(shapes, c ? 6 : 4), {}, operation,
-                     c ? "the shapes of A, B and C" : "the shapes of A and B");
-  if (a.cols() != b.rows())
-    throw std::invalid_argument(std::string(operation) + ": the inner dimensions disagree: A is " +
-                                std::to_string(a.rows()) + " x " + std::to_string(a.cols()) + " but B is " +
-                                std::to_string(b.rows()) + " x " + std::to_string(b.cols()));
-  if (c && (c->rows() != a.rows() || c->cols() != b.cols()))
-    throw std::invalid_argument(std::string(operation) + ": C is " + std::to_string(c->rows()) + " x " +
-                                std::to_string(c->cols()) + " but A * B is " + std::to_string(a.rows()) + " x " +
-                                std::to_string(b.cols()));
+  const matmul_operand oa = operand_of(a), ob = operand_of(b);
+  const matmul_operand oc = c ? operand_of(*c) : matmul_operand{};
+  check_matmul_operands(operation, a.valid() ? &a.groups().world() : nullptr, oa, ob, c ? &oc : nullptr);
 }
 
 template <typename Plan, typename Scalar, MeshType M, typename ShA, int OA, typename ShB, int OB, typename ShC, int OC>
@@ -92,10 +110,8 @@ auto matmul(const ShardedMatrix<Scalar, M, ShA, OA>& a, const ShardedMatrix<Scal
   a.check_valid("shardwise::matmul", "A");
   b.check_valid("shardwise::matmul", "B");
   if (a.rows() != Shape.m || a.cols() != Shape.k || b.rows() != Shape.k || b.cols() != Shape.n)
-    throw std::invalid_argument("shardwise::matmul: the memory budget was checked for m = " + std::to_string(Shape.m) +
-                                ", k = " + std::to_string(Shape.k) + ", n = " + std::to_string(Shape.n) +
-                                " but A is " + std::to_string(a.rows()) + " x " + std::to_string(a.cols()) +
-                                " and B is " + std::to_string(b.rows()) + " x " + std::to_string(b.cols()));
+    detail::fail({"shardwise::matmul: the memory budget was checked for m = ", Shape.m, ", k = ", Shape.k, ", n = ",
+                  Shape.n, " but A is ", a.rows(), " x ", a.cols(), " and B is ", b.rows(), " x ", b.cols()});
   return matmul<ShC>(a, b, variant);
 }
 

@@ -42,6 +42,7 @@
 
 #include "shardwise/comm/any_communicator.hpp"
 #include "shardwise/comm/communicator.hpp"
+#include "shardwise/detail/failure.hpp"
 #include "shardwise/detail/fixed_string.hpp"
 #include "shardwise/layout.hpp"
 #include "shardwise/mesh.hpp"
@@ -51,6 +52,21 @@ namespace shardwise {
 namespace detail {
 template <typename>
 inline constexpr bool dependent_false = false;
+
+/// The mesh's size is not the communicator's: the message names both, and the mesh's shape.
+[[noreturn, gnu::cold, gnu::noinline]] inline void throw_mesh_size_mismatch(int communicator_size,
+                                                                           std::span<const std::string_view> names,
+                                                                           std::span<const int> extents) {
+  std::string shape;
+  long long size = 1;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (i != 0) shape += " x ";
+    shape.append(names[i]).append("=").append(std::to_string(extents[i]));
+    size *= extents[i];
+  }
+  fail({"shardwise::ProcessGroupMesh: the mesh has ", size, " ranks (", shape, ") but the communicator has ",
+        communicator_size, "; launch ", size, " ranks or use a mesh whose extents multiply to ", communicator_size});
+}
 
 /// "dp, pp, tp" for error messages.
 inline std::string axis_names(std::span<const std::string_view> names) {
@@ -224,13 +240,11 @@ class ProcessGroupMesh {
     const int extent = mesh_.extent(static_cast<std::size_t>(a));
     for (std::size_t i = 0; i < indices.size(); ++i) {
       if (indices[i] < 0 || indices[i] >= extent)
-        throw std::invalid_argument("shardwise::ProcessGroupMesh::group_along_indices: index " +
-                                    std::to_string(indices[i]) + " is outside axis \"" + std::string(axis) +
-                                    "\" (extent " + std::to_string(extent) + ")");
+        detail::fail({"shardwise::ProcessGroupMesh::group_along_indices: index ", indices[i], " is outside axis \"",
+                      axis, "\" (extent ", extent, ")"});
       for (std::size_t j = 0; j < i; ++j)
         if (indices[j] == indices[i])
-          throw std::invalid_argument("shardwise::ProcessGroupMesh::group_along_indices: index " +
-                                      std::to_string(indices[i]) + " is listed twice");
+          detail::fail({"shardwise::ProcessGroupMesh::group_along_indices: index ", indices[i], " is listed twice"});
     }
     return state("group_along_indices").group_along_indices(a, indices);
   }
@@ -282,9 +296,9 @@ class ProcessGroupMesh {
   /// The shared state, for the kernels; std::logic_error when moved from.
   [[nodiscard]] detail::group_mesh_state& state(const char* function = "a member function") const {
     if (!state_)
-      throw std::logic_error(std::string("shardwise::ProcessGroupMesh::") + function +
-                             ": this ProcessGroupMesh was moved from and holds no groups; use the object it was moved "
-                             "into (matrices built on it keep working: they share its groups)");
+      detail::fail<std::logic_error>({"shardwise::ProcessGroupMesh::", function,
+                                      ": this ProcessGroupMesh was moved from and holds no groups; use the object it was "
+                                      "moved into (matrices built on it keep working: they share its groups)"});
     return *state_;
   }
   /// Whether the two share their groups (copies of one mesh, or the same object).
@@ -294,16 +308,8 @@ class ProcessGroupMesh {
 
  private:
   static void check_size(int communicator_size, const M& mesh) {
-    if (communicator_size == mesh.size()) return;
-    std::string shape;
-    for (std::size_t i = 0; i < M::ndim; ++i) {
-      if (i != 0) shape += " x ";
-      shape.append(M::names[i]).append("=").append(std::to_string(mesh.extent(i)));
-    }
-    throw std::invalid_argument("shardwise::ProcessGroupMesh: the mesh has " + std::to_string(mesh.size()) +
-                                " ranks (" + shape + ") but the communicator has " +
-                                std::to_string(communicator_size) + "; launch " + std::to_string(mesh.size()) +
-                                " ranks or use a mesh whose extents multiply to " + std::to_string(communicator_size));
+    if (communicator_size != mesh.size())
+      detail::throw_mesh_size_mismatch(communicator_size, M::names, mesh.extents());
   }
 
   template <typename C>
@@ -350,13 +356,11 @@ class ProcessGroupMesh {
     for (std::string_view name : names) {
       const int a = M::index_of(name);
       if (a < 0)
-        throw std::invalid_argument(std::string("shardwise::ProcessGroupMesh::") + function +
-                                    ": the mesh has no axis \"" + std::string(name) + "\"; its axes are " +
-                                    detail::axis_names(M::names));
+        detail::fail({"shardwise::ProcessGroupMesh::", function, ": the mesh has no axis \"", name,
+                      "\"; its axes are ", detail::axis_names(M::names)});
       for (int seen : axes)
         if (seen == a)
-          throw std::invalid_argument(std::string("shardwise::ProcessGroupMesh::") + function + ": axis \"" +
-                                      std::string(name) + "\" is named twice");
+          detail::fail({"shardwise::ProcessGroupMesh::", function, ": axis \"", name, "\" is named twice"});
       axes.push_back(a);
     }
     return axes;

@@ -22,7 +22,9 @@
 #include <utility>
 
 #include "shardwise/comm/consistency.hpp"
+#include "shardwise/detail/failure.hpp"
 #include "shardwise/kernels/executor.hpp"
+#include "shardwise/kernels/permute.hpp"
 #include "shardwise/layout.hpp"
 #include "shardwise/mesh.hpp"
 #include "shardwise/plan/program.hpp"
@@ -52,6 +54,20 @@ inline constexpr uninitialized_t uninitialized{};
 
 template <typename Scalar, int Order>
 using dense_matrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Order>;
+
+/// Copies the rows x cols block at (row, col) of a matrix stored at `from` (outer stride
+/// `from_stride`, row-major or not) into contiguous storage at `to` (row-major or not). Out of
+/// line and per scalar only: every ShardedMatrix type shares it.
+template <typename Scalar>
+[[gnu::noinline]] void copy_matrix_block(const Scalar* from, std::int64_t from_stride, bool from_row_major,
+                                         std::int64_t row, std::int64_t col, std::int64_t rows, std::int64_t cols,
+                                         Scalar* to, bool to_row_major) {
+  // Element (i, j) of the source block, as strides.
+  const std::int64_t row_step = from_row_major ? from_stride : 1, col_step = from_row_major ? 1 : from_stride;
+  const Scalar* first = from + row * row_step + col * col_step;
+  if (to_row_major) copy_strided(first, row_step, col_step, to, rows, cols);
+  else copy_strided(first, col_step, row_step, to, cols, rows);  // the transpose, row-major: the same memory
+}
 
 /// checked_sharding for a matrix, reached only for a TensorSharding (a bare Split<...> has its
 /// own message below, and no other).
@@ -106,9 +122,7 @@ class ShardedMatrix {
   /// A matrix whose block is allocated but not initialized, for kernels that write all of it.
   ShardedMatrix(const ProcessGroupMesh<M>& groups, std::int64_t rows, std::int64_t cols, detail::uninitialized_t)
       : groups_(groups), rows_(rows), cols_(cols) {
-    if (rows < 0 || cols < 0)
-      throw std::invalid_argument("shardwise::ShardedMatrix: the shape " + std::to_string(rows) + " x " +
-                                  std::to_string(cols) + " has a negative extent");
+    if (rows < 0 || cols < 0) detail::fail({"shardwise::ShardedMatrix: the shape ", rows, " x ", cols, " has a negative extent"});
     (void)groups_.state("ShardedMatrix");  // a moved-from mesh cannot hold a matrix
     block_.resize(local_rows(), local_cols());
   }
@@ -120,10 +134,16 @@ class ShardedMatrix {
     agree_on_all_ranks(groups.world(), shape, {}, "shardwise::ShardedMatrix::distribute",
                        "the shapes of the global matrices");
     ShardedMatrix result(groups, global.rows(), global.cols(), detail::uninitialized);
-    if (result.holds_partial_share())
-      result.block_ = global.block(result.row_offset(), result.col_offset(), result.local_rows(), result.local_cols());
-    else
+    if (!result.holds_partial_share()) {
       result.block_.setZero();
+    } else if constexpr (requires { global.derived().data(); global.derived().outerStride(); }) {
+      detail::copy_matrix_block<Scalar>(global.derived().data(), global.derived().outerStride(), Derived::IsRowMajor,
+                                        result.row_offset(), result.col_offset(), result.local_rows(),
+                                        result.local_cols(), result.block_.data(), Order == Eigen::RowMajor);
+    } else {  // an expression: evaluated once, then the same copy
+      const global_matrix plain = global;
+      return distribute(groups, plain);
+    }
     return result;
   }
 
@@ -178,9 +198,8 @@ class ShardedMatrix {
     const std::int64_t want_rows = rows < 0 ? 0 : geo.extent(rows, axes.dim(0));
     const std::int64_t want_cols = cols < 0 ? 0 : geo.extent(cols, axes.dim(1));
     if (block.rows() != want_rows || block.cols() != want_cols)
-      problem.set("the block is " + std::to_string(block.rows()) + " x " + std::to_string(block.cols()) +
-                  " but this rank's block of a " + std::to_string(rows) + " x " + std::to_string(cols) +
-                  " matrix is " + std::to_string(want_rows) + " x " + std::to_string(want_cols));
+      problem.set(detail::message({"the block is ", block.rows(), " x ", block.cols(), " but this rank's block of a ",
+                                   rows, " x ", cols, " matrix is ", want_rows, " x ", want_cols}));
     const std::int64_t shape[] = {rows, cols};
     agree_on_all_ranks(groups.world(), shape, problem, "shardwise::ShardedMatrix::from_local", "the global shapes");
     ShardedMatrix result(groups, rows, cols, detail::uninitialized);
@@ -220,8 +239,8 @@ class ShardedMatrix {
   /// std::logic_error naming `operation` and `role` ("A") when moved from.
   void check_valid(const char* operation, const char* role) const {
     if (!valid())
-      throw std::logic_error(std::string(operation) + ": " + role +
-                             " was moved from (it holds no block and no groups); use the matrix it was moved into");
+      detail::fail<std::logic_error>({operation, ": ", role,
+                                      " was moved from (it holds no block and no groups); use the matrix it was moved into"});
   }
   /// Collective: checks that every rank holds this matrix with the same global shape (at
   /// CheckLevel::cross_rank), else every rank throws the same error; and that it was not moved from.

@@ -30,6 +30,7 @@
 #include <type_traits>
 
 #include "shardwise/comm/operations.hpp"
+#include "shardwise/detail/failure.hpp"
 #include "shardwise/comm/request.hpp"
 #include "shardwise/comm/types.hpp"
 
@@ -67,9 +68,7 @@ template <output_buffer R>
 [[noreturn]] inline void throw_size_mismatch(const char* function, const char* argument,
                                              std::int64_t actual, std::int64_t expected,
                                              const std::string& rule) {
-  throw std::invalid_argument(std::string("shardwise::") + function + ": `" + argument + "` has " +
-                              std::to_string(actual) + " elements but must have " + rule + " = " +
-                              std::to_string(expected));
+  fail({"shardwise::", function, ": `", argument, "` has ", actual, " elements but must have ", rule, " = ", expected});
 }
 
 inline void check_size(const char* function, const char* argument, std::size_t actual,
@@ -80,15 +79,12 @@ inline void check_size(const char* function, const char* argument, std::size_t a
 
 inline void check_rank(const char* function, const char* argument, int rank, int size) {
   if (rank < 0 || rank >= size) [[unlikely]]
-    throw std::invalid_argument(std::string("shardwise::") + function + ": `" + argument + "` is " +
-                                std::to_string(rank) + " but the communicator has ranks 0.." +
-                                std::to_string(size - 1));
+    fail({"shardwise::", function, ": `", argument, "` is ", rank, " but the communicator has ranks 0..", size - 1});
 }
 
 inline void check_tag(const char* function, int tag) {
   if (tag < 0) [[unlikely]]
-    throw std::invalid_argument(std::string("shardwise::") + function + ": the tag is " +
-                                std::to_string(tag) + "; tags must be non-negative");
+    fail({"shardwise::", function, ": the tag is ", tag, "; tags must be non-negative"});
 }
 
 /// Sum of `counts`, after checking there is one per rank and none is negative.
@@ -97,8 +93,7 @@ inline std::int64_t checked_total(const char* function, std::span<const std::int
   std::int64_t total = 0;
   for (std::size_t r = 0; r < counts.size(); ++r) {
     if (counts[r] < 0) [[unlikely]]
-      throw std::invalid_argument(std::string("shardwise::") + function + ": counts[" + std::to_string(r) +
-                                  "] is " + std::to_string(counts[r]) + "; counts must be non-negative");
+      fail({"shardwise::", function, ": counts[", r, "] is ", counts[r], "; counts must be non-negative"});
     total += counts[r];
   }
   return total;
@@ -112,8 +107,7 @@ void check_disjoint(const char* function, std::span<const T> in, std::span<T> ou
   const std::less<const T*> before;
   const bool disjoint = !before(in.data(), out.data() + out.size()) || !before(out.data(), in.data() + in.size());
   if (!disjoint) [[unlikely]]
-    throw std::invalid_argument(std::string("shardwise::") + function +
-                                ": `in` and `out` overlap; use separate buffers (or the in-place form)");
+    fail({"shardwise::", function, ": `in` and `out` overlap; use separate buffers (or the in-place form)"});
 }
 
 /// The typed API, written once for every backend (CRTP).
@@ -265,18 +259,16 @@ class CollectiveApi {
     bool member = false;
     for (std::size_t i = 0; i < ranks.size(); ++i) {
       if (ranks[i] < 0 || ranks[i] >= my_size()) [[unlikely]]
-        throw std::invalid_argument("shardwise::create_group: ranks[" + std::to_string(i) + "] is " +
-                                    std::to_string(ranks[i]) + " but the communicator has ranks 0.." +
-                                    std::to_string(my_size() - 1));
+        fail({"shardwise::create_group: ranks[", i, "] is ", ranks[i], " but the communicator has ranks 0..",
+              my_size() - 1});
       for (std::size_t j = 0; j < i; ++j)
         if (ranks[j] == ranks[i]) [[unlikely]]
-          throw std::invalid_argument("shardwise::create_group: rank " + std::to_string(ranks[i]) +
-                                      " is listed twice; list every member once");
+          fail({"shardwise::create_group: rank ", ranks[i], " is listed twice; list every member once"});
       member = member || ranks[i] == my_rank();
     }
     if (!member) [[unlikely]]
-      throw std::invalid_argument("shardwise::create_group: the calling rank " + std::to_string(my_rank()) +
-                                  " is not in the member list; only the members call create_group");
+      fail({"shardwise::create_group: the calling rank ", my_rank(),
+            " is not in the member list; only the members call create_group"});
     return RawAccess::create_group(self(), ranks);
   }
 

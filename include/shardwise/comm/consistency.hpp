@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "shardwise/comm/any_communicator.hpp"
+#include "shardwise/detail/failure.hpp"
 
 namespace shardwise {
 
@@ -62,11 +63,11 @@ class LocalProblem {
 namespace detail {
 
 /// The message of a failed agreement: the first rank's own problem, or the values that differ.
-[[noreturn]] inline void throw_disagreement(std::string_view operation, std::string_view what, std::size_t index,
-                                            std::int64_t low, std::int64_t high) {
-  throw std::invalid_argument(std::string(operation) + ": " + std::string(what) +
-                              " differ across ranks (every rank must pass the same); value " + std::to_string(index) +
-                              " ranges from " + std::to_string(low) + " to " + std::to_string(high));
+[[noreturn, gnu::cold, gnu::noinline]] inline void throw_disagreement(std::string_view operation, std::string_view what,
+                                                                     std::size_t index, std::int64_t low,
+                                                                     std::int64_t high) {
+  fail({operation, ": ", what, " differ across ranks (every rank must pass the same); value ", index, " ranges from ",
+        low, " to ", high});
 }
 
 }  // namespace detail
@@ -80,7 +81,7 @@ namespace detail {
 inline void agree_on_all_ranks(AnyCommunicator& comm, std::span<const std::int64_t> values, const LocalProblem& problem,
                                std::string_view operation, std::string_view what) {
   if (check_level().load(std::memory_order_relaxed) == CheckLevel::local) {
-    if (problem.found()) throw std::invalid_argument(std::string(operation) + ": " + problem.text());
+    if (problem.found()) detail::fail({operation, ": ", problem.text()});
     return;
   }
   // One max-reduction finds both the largest and (negated) the smallest of each value, and the
@@ -119,7 +120,7 @@ void agree_within(GroupOf&& group_of, std::span<const std::int64_t> values, cons
                   std::string_view operation, std::string_view what) {
   AnyCommunicator* group = check_level().load(std::memory_order_relaxed) == CheckLevel::local ? nullptr : group_of();
   if (group != nullptr) return agree_on_all_ranks(*group, values, problem, operation, what);
-  if (problem.found()) throw std::invalid_argument(std::string(operation) + ": " + problem.text());
+  if (problem.found()) detail::fail({operation, ": ", problem.text()});
 }
 
 }  // namespace shardwise

@@ -25,12 +25,13 @@
 #include "shardwise/comm/communicator.hpp"
 #include "shardwise/comm/request.hpp"
 #include "shardwise/comm/types.hpp"
+#include "shardwise/detail/failure.hpp"
 
 namespace shardwise {
 
 namespace detail {
 
-[[noreturn]] inline void throw_mpi_error(int code, const char* call) {
+[[noreturn, gnu::cold, gnu::noinline]] inline void throw_mpi_error(int code, const char* call) {
   char text[MPI_MAX_ERROR_STRING] = {};
   int length = 0;
   if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) length = 0;
@@ -73,9 +74,8 @@ inline void mpi_check(int code, const char* call) {
 /// An element count (or displacement) as MPI's int.
 [[nodiscard]] inline int mpi_count(std::int64_t n, const char* what) {
   if (n > std::numeric_limits<int>::max()) [[unlikely]]
-    throw std::invalid_argument(std::string("shardwise MPI backend: ") + what + " is " + std::to_string(n) +
-                                " elements, more than MPI's int counts allow (" +
-                                std::to_string(std::numeric_limits<int>::max()) + "); split the operation");
+    fail({"shardwise MPI backend: ", what, " is ", static_cast<long long>(n), " elements, more than MPI's int counts allow (",
+          std::numeric_limits<int>::max(), "); split the operation"});
   return static_cast<int>(n);
 }
 
@@ -85,10 +85,8 @@ inline void check_received(const MPI_Status& status, MPI_Datatype type, int expe
   int received = 0;
   mpi_check(MPI_Get_count(&status, type, &received), "MPI_Get_count");
   if (received != expected) [[unlikely]]
-    throw CommError(std::string("shardwise::") + function + ": expected " + std::to_string(expected) +
-                    " elements from rank " + std::to_string(source) + " (tag " + std::to_string(tag) +
-                    ") but the message holds " + std::to_string(received) +
-                    "; a message must be received with exactly its size");
+    fail<CommError>({"shardwise::", function, ": expected ", expected, " elements from rank ", source, " (tag ", tag,
+                     ") but the message holds ", received, "; a message must be received with exactly its size"});
 }
 
 /// Inline state of an MPI Request: the receive and the send.

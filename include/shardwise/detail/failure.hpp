@@ -1,0 +1,55 @@
+// shardwise/detail/failure.hpp: throwing an error whose message is built from pieces.
+//
+//   detail::fail({"shardwise::matmul: C is ", rows, " x ", cols, " but A * B is ", m, " x ", n});
+//
+// A message is built only on the error path, so the code that builds it should cost the
+// caller nothing but a call: the pieces (texts and integers) go in a small array, and one
+// out-of-line, cold function turns them into the string and throws. Every throw site of every
+// operation shares that one function, instead of inlining string concatenations (the bulk of
+// the code a translation unit would otherwise compile for its error paths).
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace shardwise::detail {
+
+/// One piece of a message: a text or an integer.
+class message_piece {
+ public:
+  message_piece(const char* text) : text_(text), is_number_(false) {}              // NOLINT: implicit on purpose
+  message_piece(std::string_view text) : text_(text), is_number_(false) {}         // NOLINT
+  message_piece(const std::string& text) : text_(text), is_number_(false) {}       // NOLINT
+  message_piece(long long number) : number_(number), is_number_(true) {}           // NOLINT
+  message_piece(long number) : number_(number), is_number_(true) {}                // NOLINT
+  message_piece(int number) : number_(number), is_number_(true) {}                 // NOLINT
+  message_piece(unsigned long number) : number_(static_cast<long long>(number)), is_number_(true) {}  // NOLINT
+
+  void append_to(std::string& out) const {
+    if (is_number_) out += std::to_string(number_);
+    else out.append(text_);
+  }
+
+ private:
+  std::string_view text_{};
+  long long number_ = 0;
+  bool is_number_;
+};
+
+/// The pieces joined.
+[[gnu::noinline]] inline std::string message(std::initializer_list<message_piece> pieces) {
+  std::string text;
+  for (const message_piece& p : pieces) p.append_to(text);
+  return text;
+}
+
+/// Throws E (std::invalid_argument by default) with the pieces joined as its message.
+template <typename E = std::invalid_argument>
+[[noreturn, gnu::cold, gnu::noinline]] void fail(std::initializer_list<message_piece> pieces) {
+  throw E(message(pieces));
+}
+
+}  // namespace shardwise::detail
