@@ -69,6 +69,50 @@ template <typename Scalar>
   else copy_strided(first, col_step, row_step, to, cols, rows);  // the transpose, row-major: the same memory
 }
 
+/// What a ShardedMatrix is apart from its mesh and sharding types: the global shape, this
+/// rank's block, and where the block sits (computed once, when the matrix is made). Its code
+/// is compiled once per scalar and storage order, whatever the sharding.
+template <typename Scalar, int Order>
+class matrix_block {
+ public:
+  /// This rank's block.
+  using local_matrix = dense_matrix<Scalar, Order>;
+
+  /// Global shape.
+  [[nodiscard]] std::int64_t rows() const noexcept { return rows_; }
+  [[nodiscard]] std::int64_t cols() const noexcept { return cols_; }
+  /// This rank's block: its shape, and where it starts in the global matrix.
+  [[nodiscard]] std::int64_t local_rows() const noexcept { return local_rows_; }
+  [[nodiscard]] std::int64_t local_cols() const noexcept { return local_cols_; }
+  [[nodiscard]] std::int64_t row_offset() const noexcept { return row_offset_; }
+  [[nodiscard]] std::int64_t col_offset() const noexcept { return col_offset_; }
+
+  /// This rank's block, as a map over contiguous storage.
+  [[nodiscard]] Eigen::Map<local_matrix> local() { return {block_.data(), block_.rows(), block_.cols()}; }
+  [[nodiscard]] Eigen::Map<const local_matrix> local() const { return {block_.data(), block_.rows(), block_.cols()}; }
+
+  /// Moves this rank's block out (the matrix is left empty).
+  [[nodiscard]] local_matrix release() && { return std::move(block_); }
+
+ protected:
+  /// A block of this rank's extents for a `rows` x `cols` matrix split as `axes`, allocated but
+  /// not initialized.
+  matrix_block(std::int64_t rows, std::int64_t cols, const block_geometry& geo, const tensor_axes& axes)
+      : rows_(rows), cols_(cols) {
+    if (rows < 0 || cols < 0) fail({"shardwise::ShardedMatrix: the shape ", rows, " x ", cols, " has a negative extent"});
+    local_rows_ = geo.extent(rows, axes.dim(0));
+    local_cols_ = geo.extent(cols, axes.dim(1));
+    row_offset_ = geo.offset(rows, axes.dim(0));
+    col_offset_ = geo.offset(cols, axes.dim(1));
+    block_.resize(local_rows_, local_cols_);
+  }
+
+  local_matrix block_;
+
+ private:
+  std::int64_t rows_, cols_, local_rows_ = 0, local_cols_ = 0, row_offset_ = 0, col_offset_ = 0;
+};
+
 /// checked_sharding for a matrix, reached only for a TensorSharding (a bare Split<...> has its
 /// own message below, and no other).
 template <typename M, typename Sh, bool IsTensorSharding>
@@ -94,7 +138,9 @@ struct checked_matrix_sharding {
 
 /// A matrix distributed over the mesh M as the sharding Sh says.
 template <typename Scalar, MeshType M, typename Sh, int Order = detail::default_storage_order<Sh>()>
-class ShardedMatrix {
+class ShardedMatrix : public detail::matrix_block<Scalar, Order> {
+  using base = detail::matrix_block<Scalar, Order>;
+
   static_assert(std::is_same_v<Scalar, float> || std::is_same_v<Scalar, double>,
                 "shardwise::ShardedMatrix: the scalar type must be float or double");
   static_assert(Order == Eigen::RowMajor || Order == Eigen::ColMajor,
@@ -110,6 +156,13 @@ class ShardedMatrix {
   static constexpr int storage_order = Order;
   /// This rank's block.
   using local_matrix = detail::dense_matrix<Scalar, Order>;
+  using base::col_offset;
+  using base::cols;
+  using base::local;
+  using base::local_cols;
+  using base::local_rows;
+  using base::row_offset;
+  using base::rows;
   /// A whole matrix (column-major, Eigen's default).
   using global_matrix = detail::dense_matrix<Scalar, Eigen::ColMajor>;
 
@@ -121,10 +174,8 @@ class ShardedMatrix {
 
   /// A matrix whose block is allocated but not initialized, for kernels that write all of it.
   ShardedMatrix(const ProcessGroupMesh<M>& groups, std::int64_t rows, std::int64_t cols, detail::uninitialized_t)
-      : groups_(groups), rows_(rows), cols_(cols) {
-    if (rows < 0 || cols < 0) detail::fail({"shardwise::ShardedMatrix: the shape ", rows, " x ", cols, " has a negative extent"});
+      : base(rows, cols, groups.geometry(), axes), groups_(groups) {
     (void)groups_.state("ShardedMatrix");  // a moved-from mesh cannot hold a matrix
-    block_.resize(local_rows(), local_cols());
   }
 
   /// From a global matrix that every rank holds (no communication, but for the shape check).
@@ -210,26 +261,12 @@ class ShardedMatrix {
   /// The whole matrix on every rank (reduces a Partial, then gathers). Collective.
   [[nodiscard]] global_matrix to_global() const {
     agree("shardwise::ShardedMatrix::to_global");
-    global_matrix global(rows_, cols_);
+    global_matrix global(rows(), cols());
     detail::execute<detail::reshard_program<M, Sh, replicated_sharding_t<2>, detail::matrix_order(Order),
                                             detail::matrix_order(Eigen::ColMajor)>, Scalar>(
-        groups_.state("to_global"), {{{}, {}, {rows_, cols_}}}, {nullptr, nullptr, block_.data(), global.data()});
+        groups_.state("to_global"), {{{}, {}, {rows(), cols()}}}, {nullptr, nullptr, block_.data(), global.data()});
     return global;
   }
-
-  [[nodiscard]] std::int64_t rows() const { return rows_; }
-  [[nodiscard]] std::int64_t cols() const { return cols_; }
-  [[nodiscard]] std::int64_t local_rows() const { return groups_.geometry().extent(rows_, axes.dim(0)); }
-  [[nodiscard]] std::int64_t local_cols() const { return groups_.geometry().extent(cols_, axes.dim(1)); }
-  [[nodiscard]] std::int64_t row_offset() const { return groups_.geometry().offset(rows_, axes.dim(0)); }
-  [[nodiscard]] std::int64_t col_offset() const { return groups_.geometry().offset(cols_, axes.dim(1)); }
-
-  /// This rank's block, as a map over contiguous storage.
-  [[nodiscard]] Eigen::Map<local_matrix> local() { return {block_.data(), block_.rows(), block_.cols()}; }
-  [[nodiscard]] Eigen::Map<const local_matrix> local() const { return {block_.data(), block_.rows(), block_.cols()}; }
-
-  /// Moves this rank's block out (the matrix is left empty).
-  [[nodiscard]] local_matrix release() && { return std::move(block_); }
 
   /// The groups it lives on (a handle that shares them).
   [[nodiscard]] const ProcessGroupMesh<M>& groups() const noexcept { return groups_; }
@@ -246,7 +283,7 @@ class ShardedMatrix {
   /// CheckLevel::cross_rank), else every rank throws the same error; and that it was not moved from.
   void agree(const char* operation, const char* role = "the matrix") const {
     check_valid(operation, role);
-    const std::int64_t shape[] = {rows_, cols_};
+    const std::int64_t shape[] = {rows(), cols()};
     agree_on_all_ranks(groups_.world(), shape, {}, operation, "the global shapes");
   }
 
@@ -270,14 +307,13 @@ class ShardedMatrix {
     const detail::tensor_axes& r = axes;
     bool share = true;
     for (int axis : r.partial) share = share && coordinate[static_cast<std::size_t>(axis)] == 0;
-    return {g.offset(rows_, r.dim(0)), g.offset(cols_, r.dim(1)), g.extent(rows_, r.dim(0)), g.extent(cols_, r.dim(1)),
+    return {g.offset(rows(), r.dim(0)), g.offset(cols(), r.dim(1)), g.extent(rows(), r.dim(0)), g.extent(cols(), r.dim(1)),
             share};
   }
   [[nodiscard]] bool holds_partial_share() const { return block_of(groups_.coordinate()).holds_share; }
 
+  using base::block_;
   ProcessGroupMesh<M> groups_;
-  std::int64_t rows_, cols_;
-  local_matrix block_;
 };
 
 }  // namespace shardwise

@@ -23,7 +23,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <ranges>
 #include <span>
 #include <stdexcept>
 #include <string>

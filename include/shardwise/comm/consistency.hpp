@@ -70,6 +70,20 @@ namespace detail {
         low, " to ", high});
 }
 
+/// The first rank with a problem (`first`) tells everyone what it is, and every rank throws it:
+/// the same text everywhere. (The communicators move numbers, so the characters travel as ints;
+/// this is the error path.) Collective over `comm`.
+[[noreturn, gnu::cold, gnu::noinline]] inline void throw_first_problem(AnyCommunicator& comm, int first,
+                                                                     const LocalProblem& problem,
+                                                                     std::string_view operation) {
+  std::int64_t length = comm.rank() == first ? static_cast<std::int64_t>(problem.text().size()) : 0;
+  comm.broadcast(std::span<std::int64_t>(&length, 1), first);
+  std::vector<int> chars(static_cast<std::size_t>(length));
+  if (comm.rank() == first) std::copy(problem.text().begin(), problem.text().end(), chars.begin());
+  comm.broadcast(std::span<int>(chars), first);
+  fail({operation, ": ", std::string(chars.begin(), chars.end()), " (on rank ", first, ")"});
+}
+
 }  // namespace detail
 
 /// Collective over `comm`: every rank passes the same number of `values`, which must be equal
@@ -78,7 +92,7 @@ namespace detail {
 /// does. At CheckLevel::local no communication happens and only a rank's own problem is
 /// thrown, on that rank. `operation` names the call ("shardwise::matmul"), `what` the values
 /// ("the shapes of A and B").
-inline void agree_on_all_ranks(AnyCommunicator& comm, std::span<const std::int64_t> values, const LocalProblem& problem,
+[[gnu::noinline]] inline void agree_on_all_ranks(AnyCommunicator& comm, std::span<const std::int64_t> values, const LocalProblem& problem,
                                std::string_view operation, std::string_view what) {
   if (check_level().load(std::memory_order_relaxed) == CheckLevel::local) {
     if (problem.found()) detail::fail({operation, ": ", problem.text()});
@@ -96,18 +110,8 @@ inline void agree_on_all_ranks(AnyCommunicator& comm, std::span<const std::int64
   }
   all[2 * n] = problem.found() ? -std::int64_t{comm.rank()} : std::numeric_limits<std::int64_t>::min();
   comm.all_reduce(std::span<std::int64_t>(all, 2 * n + 1), ReduceOp::max);
-  if (all[2 * n] != std::numeric_limits<std::int64_t>::min()) {
-    // The first rank with a problem tells everyone what it is: the same text everywhere. (The
-    // communicators move numbers, so the characters travel as ints; this is the error path.)
-    const int first = static_cast<int>(-all[2 * n]);
-    std::int64_t length = comm.rank() == first ? static_cast<std::int64_t>(problem.text().size()) : 0;
-    comm.broadcast(std::span<std::int64_t>(&length, 1), first);
-    std::vector<int> chars(static_cast<std::size_t>(length));
-    if (comm.rank() == first) std::copy(problem.text().begin(), problem.text().end(), chars.begin());
-    comm.broadcast(std::span<int>(chars), first);
-    throw std::invalid_argument(std::string(operation) + ": " + std::string(chars.begin(), chars.end()) +
-                                " (on rank " + std::to_string(first) + ")");
-  }
+  if (all[2 * n] != std::numeric_limits<std::int64_t>::min())
+    detail::throw_first_problem(comm, static_cast<int>(-all[2 * n]), problem, operation);
   for (std::size_t i = 0; i < n; ++i)
     if (all[i] != -all[n + i]) detail::throw_disagreement(operation, what, i, -all[n + i], all[i]);
 }

@@ -12,6 +12,8 @@
 #include <string>
 #include <utility>
 
+#include "shardwise/detail/failure.hpp"
+
 namespace shardwise {
 
 /// Reduction applied element-wise by all_reduce and reduce_scatter.
@@ -32,8 +34,7 @@ class CommError : public std::runtime_error {
 class MpiError : public CommError {
  public:
   MpiError(std::string call, int error_code, std::string mpi_message)
-      : CommError(call + " failed: " + mpi_message + " (MPI error code " + std::to_string(error_code) +
-                  ")"),
+      : CommError(detail::message({call, " failed: ", mpi_message, " (MPI error code ", error_code, ")"})),
         call_(std::move(call)),
         mpi_message_(std::move(mpi_message)),
         error_code_(error_code) {}

@@ -44,7 +44,7 @@ struct operation_io {
 /// All-gather of blocks of `counts` elements: the equal-block collective when it applies (MPI
 /// has faster algorithms for it), the v-variant otherwise. The same bytes either way.
 template <typename Scalar>
-void gather_blocks(AnyCommunicator& comm, const Scalar* send, std::span<const std::int64_t> counts, Scalar* out,
+[[gnu::noinline]] void gather_blocks(AnyCommunicator& comm, const Scalar* send, std::span<const std::int64_t> counts, Scalar* out,
                    std::int64_t total) {
   const auto own = static_cast<std::size_t>(counts[static_cast<std::size_t>(comm.rank())]);
   const std::span<const Scalar> in(send, own);
@@ -57,7 +57,7 @@ void gather_blocks(AnyCommunicator& comm, const Scalar* send, std::span<const st
 
 /// Reduce-scatter into blocks of `counts` elements (the equal-block collective when it applies).
 template <typename Scalar>
-void scatter_blocks(AnyCommunicator& comm, const Scalar* send, std::int64_t total, std::span<const std::int64_t> counts,
+[[gnu::noinline]] void scatter_blocks(AnyCommunicator& comm, const Scalar* send, std::int64_t total, std::span<const std::int64_t> counts,
                     Scalar* out) {
   const std::span<const Scalar> in(send, static_cast<std::size_t>(total));
   const std::span<Scalar> own(out, static_cast<std::size_t>(counts[static_cast<std::size_t>(comm.rank())]));
@@ -81,7 +81,7 @@ struct batched_matrix {
 
 /// The matrices of a block of `extents` stored in `order`, whose dimensions play `roles`.
 template <typename T>
-batched_matrix<T> as_matrices(T* data, const tensor_extents& extents, const dim_order& order,
+[[gnu::noinline]] batched_matrix<T> as_matrices(T* data, const tensor_extents& extents, const dim_order& order,
                               const std::array<GemmRole, max_tensor_rank>& roles) {
   const tensor_extents strides = strides_of(extents, order);
   std::int64_t size[3] = {1, 1, 1}, innermost_stride[3] = {0, 0, 0};

@@ -6,7 +6,8 @@
 // extent 1 dropped first, so most packs end as one contiguous copy or one 2-D transpose
 // (copied in cache-sized tiles); what is left loops over the outer dimensions. Plain loops,
 // not Eigen expressions: every translation unit compiles these, and loops are cheap to
-// compile and vectorize as well.
+// compile and vectorize as well. Not inlined: each is compiled once per scalar, not once per
+// caller, and a call is nothing next to the copy it makes.
 #pragma once
 
 #include <algorithm>
@@ -21,7 +22,7 @@ namespace shardwise::detail {
 /// to (rows x cols, row-major, contiguous) = the matrix whose element (i, j) is
 /// from[i * row_stride + j * col_stride].
 template <typename Scalar>
-void copy_strided(const Scalar* from, std::int64_t row_stride, std::int64_t col_stride, Scalar* to, std::int64_t rows,
+[[gnu::noinline]] void copy_strided(const Scalar* from, std::int64_t row_stride, std::int64_t col_stride, Scalar* to, std::int64_t rows,
                   std::int64_t cols) {
   if (col_stride == 1) {
     for (std::int64_t i = 0; i < rows; ++i)
@@ -40,13 +41,13 @@ void copy_strided(const Scalar* from, std::int64_t row_stride, std::int64_t col_
 
 /// into[i] += from[i] for n elements.
 template <typename Scalar>
-void add_into(Scalar* into, const Scalar* from, std::int64_t n) {
+[[gnu::noinline]] void add_into(Scalar* into, const Scalar* from, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) into[i] += from[i];
 }
 
 /// Copies a block of `extents` stored in `from_order` at `from` into `to_order` at `to`.
 template <typename Scalar>
-void permute_copy(const Scalar* from, const dim_order& from_order, Scalar* to, const dim_order& to_order,
+[[gnu::noinline]] void permute_copy(const Scalar* from, const dim_order& from_order, Scalar* to, const dim_order& to_order,
                   const tensor_extents& extents) {
   const std::int64_t total = element_count(extents, to_order.rank);
   if (total == 0 || from == to) return;
