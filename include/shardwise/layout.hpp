@@ -99,7 +99,9 @@ constexpr axis_list common_prefix(const axis_list& a, const axis_list& b) {
 
 /// A rank's coordinate in a mesh whose extents are plain run-time numbers. The one place that
 /// turns axis lists into group sizes, group ranks and blocks: the cost model, the kernels,
-/// the tensor types and ProcessGroupMesh all ask it.
+/// the tensor types and ProcessGroupMesh all ask it. Its loops over axes are not inlined: a
+/// kernel calls them a few times per step, and inlined (and unrolled at -O3) into every caller
+/// they were a large part of what each translation unit compiled.
 struct block_geometry {
   int ndim = 0;
   std::array<int, max_mesh_axes> extents{};
@@ -117,20 +119,20 @@ struct block_geometry {
   }
 
   /// Ranks along `axes` (the product of their extents).
-  [[nodiscard]] constexpr int group_size(const axis_list& axes) const {
+  [[gnu::noinline]] [[nodiscard]] constexpr int group_size(const axis_list& axes) const {
     int size = 1;
     for (int a : axes) size *= extents[static_cast<std::size_t>(a)];
     return size;
   }
   /// This rank's position along `axes`, first axis major: its rank in that group.
-  [[nodiscard]] constexpr int group_rank(const axis_list& axes) const {
+  [[gnu::noinline]] [[nodiscard]] constexpr int group_rank(const axis_list& axes) const {
     int rank = 0;
     for (int a : axes) rank = rank * extents[static_cast<std::size_t>(a)] + coordinate[static_cast<std::size_t>(a)];
     return rank;
   }
   /// The same place with group rank `g` along `axes` instead of this rank's (the other
   /// members of the group along `axes` that holds this rank).
-  [[nodiscard]] constexpr block_geometry member(const axis_list& axes, int g) const {
+  [[gnu::noinline]] [[nodiscard]] constexpr block_geometry member(const axis_list& axes, int g) const {
     block_geometry other = *this;
     for (std::size_t k = axes.size(); k-- > 0;) {
       const auto a = static_cast<std::size_t>(axes[k]);
@@ -147,22 +149,22 @@ struct block_geometry {
   }
 
   /// Extent of this rank's block of a dimension of `global` items split over `axes`.
-  [[nodiscard]] constexpr std::int64_t extent(std::int64_t global, const axis_list& axes) const {
+  [[gnu::noinline]] [[nodiscard]] constexpr std::int64_t extent(std::int64_t global, const axis_list& axes) const {
     return block_size(global, group_size(axes), group_rank(axes));
   }
   /// Offset of that block in the dimension.
-  [[nodiscard]] constexpr std::int64_t offset(std::int64_t global, const axis_list& axes) const {
+  [[gnu::noinline]] [[nodiscard]] constexpr std::int64_t offset(std::int64_t global, const axis_list& axes) const {
     return block_begin(global, group_size(axes), group_rank(axes));
   }
   /// A dimension split over `kept ++ gathered`: the extent of the block that group rank `g`
   /// of `gathered` holds within this rank's block over `kept`.
-  [[nodiscard]] constexpr std::int64_t gathered_block(std::int64_t global, const axis_list& kept,
+  [[gnu::noinline]] [[nodiscard]] constexpr std::int64_t gathered_block(std::int64_t global, const axis_list& kept,
                                                       const axis_list& gathered, int g) const {
     const int parts = group_size(kept) * group_size(gathered);
     return block_size(global, parts, group_rank(kept) * group_size(gathered) + g);
   }
   /// ... and where that block starts within this rank's block over `kept`.
-  [[nodiscard]] constexpr std::int64_t gathered_offset(std::int64_t global, const axis_list& kept,
+  [[gnu::noinline]] [[nodiscard]] constexpr std::int64_t gathered_offset(std::int64_t global, const axis_list& kept,
                                                        const axis_list& gathered, int g) const {
     const int parts = group_size(kept) * group_size(gathered);
     const int base = group_rank(kept) * group_size(gathered);
@@ -208,7 +210,7 @@ struct tensor_axes {
 using tensor_extents = std::array<std::int64_t, max_tensor_rank>;
 
 /// The extents of this rank's block of a tensor.
-constexpr tensor_extents local_extents(const tensor_axes& t, const tensor_extents& global,
+[[gnu::noinline]] constexpr tensor_extents local_extents(const tensor_axes& t, const tensor_extents& global,
                                        const block_geometry& geo) {
   tensor_extents local{};
   for (int d = 0; d < t.rank; ++d) local[static_cast<std::size_t>(d)] = geo.extent(global[static_cast<std::size_t>(d)], t.dim(d));
@@ -261,7 +263,7 @@ struct dim_order {
 };
 
 /// Element strides of a block with `extents` stored in `order`.
-constexpr tensor_extents strides_of(const tensor_extents& extents, const dim_order& order) {
+[[gnu::noinline]] constexpr tensor_extents strides_of(const tensor_extents& extents, const dim_order& order) {
   tensor_extents strides{};
   std::int64_t stride = 1;
   for (int i = order.rank; i-- > 0;) {

@@ -12,6 +12,11 @@
 
 namespace shardwise::detail {
 
+/// Thrown out of line: every push_back would otherwise carry its own throw.
+[[noreturn, gnu::cold, gnu::noinline]] inline void static_vector_overflow() {
+  throw std::length_error("shardwise: static_vector capacity exceeded");
+}
+
 template <typename T, std::size_t Capacity>
 class static_vector {
  public:
@@ -23,8 +28,8 @@ class static_vector {
   }
 
   constexpr void push_back(const T& value) {
-    // A throw inside a constant evaluation is a compile error, which is what we want.
-    if (count_ == Capacity) throw std::length_error("shardwise: static_vector capacity exceeded");
+    // Reached in a constant evaluation, the call is a compile error, which is what we want.
+    if (count_ == Capacity) static_vector_overflow();
     items_[count_++] = value;
   }
   constexpr void pop_back() { --count_; }

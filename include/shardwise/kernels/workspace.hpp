@@ -37,7 +37,7 @@ enum class Slot : std::size_t {
 class Workspace {
  public:
   /// A buffer of at least `bytes`, 64-byte aligned (a cache line, an AVX-512 vector).
-  void* get(Slot slot, std::size_t bytes) {
+  [[gnu::noinline]] void* get(Slot slot, std::size_t bytes) {
     Buffer& b = buffers_[static_cast<std::size_t>(slot)];
     if (b.capacity < bytes) {
       const std::size_t rounded = (bytes + 63) / 64 * 64;

@@ -76,7 +76,7 @@ constexpr bool contracts(StepKind kind) {
 
 /// The shardings after `step` (see the top of this file). A step that contracts leaves C
 /// as it is: a plan's starting state holds C as the local contraction leaves it.
-constexpr void apply_step(const Step& step, operand_axes& state) {
+[[gnu::noinline]] constexpr void apply_step(const Step& step, operand_axes& state) {
   tensor_axes& t = state[step.operand];
   switch (step.kind) {
     case StepKind::all_gather:
@@ -105,7 +105,7 @@ constexpr void apply_step(const Step& step, operand_axes& state) {
 /// `dim` of a tensor in state `t`: a block whose dimension `dim` is split over `kept ++
 /// group_axes` (AllGather: `kept` is what stays split; ReduceScatter: what was split before)
 /// and every other dimension is this rank's block.
-constexpr std::int64_t member_block(const tensor_axes& t, const tensor_extents& global, const block_geometry& geo,
+[[gnu::noinline]] constexpr std::int64_t member_block(const tensor_axes& t, const tensor_extents& global, const block_geometry& geo,
                                     int dim, const axis_list& kept, const axis_list& group_axes, int g) {
   std::int64_t elements = geo.gathered_block(global[static_cast<std::size_t>(dim)], kept, group_axes, g);
   for (int d = 0; d < t.rank; ++d)
