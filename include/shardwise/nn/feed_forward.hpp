@@ -121,6 +121,47 @@ constexpr int ffn_weight_order(const contraction_plan_data& plan) {
 /// H and dH: tokens (sequence-major) x h, row-major, as a tensor [b, s, h].
 inline constexpr dim_order hidden_order = activation_order(Eigen::RowMajor);
 
+// The layer's element-wise work on plain blocks: compiled once per scalar, whatever the
+// layer's shardings (as Eigen expressions they would be compiled again for every layer type).
+
+/// data[i, j] += bias[j] for a rows x cols block, row-major or column-major.
+template <typename Scalar>
+[[gnu::noinline]] void add_bias(Scalar* data, std::int64_t rows, std::int64_t cols, bool row_major, const Scalar* bias) {
+  if (row_major) {
+    for (std::int64_t i = 0; i < rows; ++i)
+      for (std::int64_t j = 0; j < cols; ++j) data[i * cols + j] += bias[j];
+  } else {
+    for (std::int64_t j = 0; j < cols; ++j)
+      for (std::int64_t i = 0; i < rows; ++i) data[j * rows + i] += bias[j];
+  }
+}
+
+/// data = max(data, 0).
+template <typename Scalar>
+[[gnu::noinline]] void relu(Scalar* data, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) data[i] = data[i] > Scalar(0) ? data[i] : Scalar(0);
+}
+
+/// gradient = 0 where the ReLU's output was not positive (its mask).
+template <typename Scalar>
+[[gnu::noinline]] void relu_mask(Scalar* gradient, const Scalar* output, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) gradient[i] = output[i] > Scalar(0) ? gradient[i] : Scalar(0);
+}
+
+/// sums[j] = the sum of column first + j of a rows x cols block (row-major or not), j < count.
+template <typename Scalar>
+[[gnu::noinline]] void column_sums(const Scalar* data, std::int64_t rows, std::int64_t cols, bool row_major,
+                                   std::int64_t first, std::int64_t count, Scalar* sums) {
+  for (std::int64_t j = 0; j < count; ++j) sums[j] = Scalar(0);
+  if (row_major) {
+    for (std::int64_t i = 0; i < rows; ++i)
+      for (std::int64_t j = 0; j < count; ++j) sums[j] += data[i * cols + first + j];
+  } else {
+    for (std::int64_t j = 0; j < count; ++j)
+      for (std::int64_t i = 0; i < rows; ++i) sums[j] += data[(first + j) * rows + i];
+  }
+}
+
 }  // namespace detail
 
 /// Parameters (or their gradients) of a FeedForward: this rank's shards of W1, b1, W2, b2.
@@ -221,10 +262,8 @@ class FeedForward {
                                  const Eigen::MatrixBase<DB2>& b2) {
     const std::int64_t m = w1.rows(), h = w1.cols();
     if (w2.rows() != h || w2.cols() != m || b1.size() != h || b2.size() != m)
-      throw std::invalid_argument("shardwise::FeedForward::from_global: W1 is " + std::to_string(m) + " x " +
-                                  std::to_string(h) + ", so W2 must be " + std::to_string(h) + " x " +
-                                  std::to_string(m) + ", b1 have " + std::to_string(h) + " and b2 " +
-                                  std::to_string(m) + " entries");
+      detail::fail({"shardwise::FeedForward::from_global: W1 is ", m, " x ", h, ", so W2 must be ", h, " x ", m,
+                    ", b1 have ", h, " and b2 ", m, " entries"});
     FeedForward layer(groups, m, h);
     layer.weights_.w1 = w1_type::distribute(groups, w1);
     layer.weights_.b1 = b1_type::distribute(groups, b1.reshaped(1, h));
@@ -247,7 +286,8 @@ class FeedForward {
     check_bound(y.groups(), "forward: Y");
     LocalProblem problem;
     if (x.model() != m_ || y.batch() != x.batch() || y.seq() != x.seq() || y.model() != m_)
-      problem.set("X is [" + dims(x) + "] and Y [" + dims(y) + "]; both must be [b, s, " + std::to_string(m_) + "]");
+      problem.set(detail::message({"X is [", x.batch(), ", ", x.seq(), ", ", x.model(), "] and Y [", y.batch(), ", ",
+                                   y.seq(), ", ", y.model(), "]; both must be [b, s, ", m_, "]"}));
     const std::int64_t shapes[] = {x.batch(), x.seq(), x.model(), y.batch(), y.seq(), y.model()};
     agree(shapes, problem, "shardwise::FeedForward::forward", "the shapes of X and Y");
     const FfnShape shape{x.batch(), x.seq(), m_, h_};
@@ -262,15 +302,15 @@ class FeedForward {
     const std::int64_t tokens = hidden_tokens(shape), h_local = local_hidden_width();
     cache.h_.resize(static_cast<std::size_t>(tokens * h_local));
     run<hidden>(e.hidden, {cache.x_.data(), w1, nullptr, cache.h_.data()});
-    auto h = hidden_matrix(cache.h_.data(), tokens);
-    h.rowwise() += weights_.b1.local().row(0);
-    h = h.cwiseMax(Scalar(0));
+    detail::add_bias(cache.h_.data(), tokens, h_local, true, weights_.b1.local().data());
+    detail::relu(cache.h_.data(), tokens * h_local);
     cache.batch_ = shape.b;
     cache.seq_ = shape.s;
 
     // Y = H W2, reduced as the plan says, then + b2.
     run<output>(e.output, {cache.h_.data(), w2, nullptr, y.local().data()});
-    y.local().rowwise() += weights_.b2.local().row(0);
+    detail::add_bias(y.local().data(), y.local().rows(), y.local().cols(), output_type::storage_order == Eigen::RowMajor,
+                     weights_.b2.local().data());
   }
 
   /// dX for dY; adds this batch's dW1, db1, dW2, db2 into gradients().
@@ -288,9 +328,9 @@ class FeedForward {
     LocalProblem problem;
     if (!cache.valid() || cache.batch_ != dy.batch() || cache.seq_ != dy.seq() || dy.model() != m_ ||
         (dx && (dx->batch() != dy.batch() || dx->seq() != dy.seq() || dx->model() != m_)))
-      problem.set("dY is [" + dims(dy) + "]; it must match the forward pass the cache comes from (b = " +
-                  std::to_string(cache.batch_) + ", s = " + std::to_string(cache.seq_) + ", m = " + std::to_string(m_) +
-                  "), and so must dX");
+      problem.set(detail::message({"dY is [", dy.batch(), ", ", dy.seq(), ", ", dy.model(),
+                                   "]; it must match the forward pass the cache comes from (b = ", cache.batch_,
+                                   ", s = ", cache.seq_, ", m = ", m_, "), and so must dX"}));
     const std::int64_t shapes[] = {dy.batch(), dy.seq(), dy.model(), dx ? 1 : 0};
     agree(shapes, problem, "shardwise::FeedForward::backward", "the shapes of dY (and whether dX is wanted)");
     const FfnShape shape{dy.batch(), dy.seq(), m_, h_};
@@ -309,18 +349,17 @@ class FeedForward {
     {
       const std::int64_t dyg_tokens = dyg_extents[0] * dyg_extents[1], dyg_m = dyg_extents[2];
       const std::int64_t first = geo.offset(m_, data.b2) - geo.offset(m_, data.dyg.dim(2));
-      add_bias_gradient<b2_reduction>(
-          activation_matrix<odyg>(dyg, dyg_tokens, dyg_m).middleCols(first, gradients_.b2.local().cols()), gradients_.b2);
+      add_bias_gradient<b2_reduction>(dyg, dyg_tokens, dyg_m, odyg == detail::activation_order(Eigen::RowMajor), first,
+                                      gradients_.b2);
     }
     // dW2 += H^T dY.
     run<w2_gradient>(e.w2_gradient, {cache.h_.data(), dyg, nullptr, gradients_.w2.local().data(), true});
     // dH = dY W2^T, through the ReLU mask.
     Scalar* dh_data = detail::scratch<Scalar>(detail::Slot::layer_1, tokens * h_local);
     run<hidden_gradient>(e.hidden_gradient, {dyg, w2, nullptr, dh_data});
-    auto dh = hidden_matrix(dh_data, tokens);
-    dh = (hidden_matrix(cache.h_.data(), tokens).array() > Scalar(0)).select(dh, Scalar(0));
+    detail::relu_mask(dh_data, cache.h_.data(), tokens * h_local);
     // db1 and dW1 += X^T dH.
-    add_bias_gradient<b1_reduction>(dh, gradients_.b1);
+    add_bias_gradient<b1_reduction>(dh_data, tokens, h_local, true, 0, gradients_.b1);
     run<w1_gradient>(e.w1_gradient, {cache.x_.data(), dh_data, nullptr, gradients_.w1.local().data(), true});
     // dX = dH W1^T, reduced as the plan says.
     if (dx != nullptr) run<input_gradient>(e.input_gradient, {dh_data, w1, nullptr, dx->local().data()});
@@ -356,7 +395,6 @@ class FeedForward {
   [[nodiscard]] static std::string describe() { return plan::describe(); }
 
  private:
-  using row_matrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
   template <const detail::program& P>
   void run(const detail::operand_extents& extents, const detail::operation_io<Scalar>& io) {
@@ -388,24 +426,14 @@ class FeedForward {
   }
   /// This rank's columns of H (W1's column split).
   [[nodiscard]] std::int64_t local_hidden_width() const { return groups_.geometry().extent(h_, data.h.dim(2)); }
-  [[nodiscard]] Eigen::Map<row_matrix> hidden_matrix(Scalar* h, std::int64_t tokens) const {
-    return {h, tokens, local_hidden_width()};
-  }
-  [[nodiscard]] Eigen::Map<const row_matrix> hidden_matrix(const Scalar* h, std::int64_t tokens) const {
-    return {h, tokens, local_hidden_width()};
-  }
-  /// An activation block stored in `Order` (a tensor order) as the tokens x m matrix it is.
-  template <detail::dim_order Order>
-  static auto activation_matrix(Scalar* data, std::int64_t tokens, std::int64_t m) {
-    constexpr int eigen_order = Order == detail::activation_order(Eigen::RowMajor) ? Eigen::RowMajor : Eigen::ColMajor;
-    return Eigen::Map<detail::dense_matrix<Scalar, eigen_order>>(data, tokens, m);
-  }
-
-  /// gradient += the column sums of `values`, AllReduced over the token axes first (`reduction`).
-  template <const detail::program& Reduction, typename Values, typename Gradient>
-  void add_bias_gradient(const Values& values, Gradient& gradient) {
-    bias_sums_.resize(static_cast<std::size_t>(values.cols()));
-    Eigen::Map<Eigen::Matrix<Scalar, 1, Eigen::Dynamic>>(bias_sums_.data(), values.cols()) = values.colwise().sum();
+  /// gradient += the column sums of columns first.. of a tokens x width block (row-major or
+  /// not), AllReduced over the token axes first (`Reduction`).
+  template <const detail::program& Reduction, typename Gradient>
+  void add_bias_gradient(const Scalar* values, std::int64_t tokens, std::int64_t width, bool row_major,
+                         std::int64_t first, Gradient& gradient) {
+    const std::int64_t n = gradient.local().cols();
+    bias_sums_.resize(static_cast<std::size_t>(n));
+    detail::column_sums(values, tokens, width, row_major, first, n, bias_sums_.data());
     run<Reduction>({{{}, {}, {gradient.cols()}}}, {nullptr, nullptr, bias_sums_.data(), gradient.local().data(), true});
   }
 
@@ -415,11 +443,6 @@ class FeedForward {
     auto g = gradient.local();
     return {std::span<Scalar>(v.data(), static_cast<std::size_t>(v.size())),
             std::span<Scalar>(g.data(), static_cast<std::size_t>(g.size()))};
-  }
-
-  template <typename A>
-  static std::string dims(const A& a) {
-    return std::to_string(a.batch()) + ", " + std::to_string(a.seq()) + ", " + std::to_string(a.model());
   }
 
   /// Every axis the layer's shardings name, in mesh order: the ranks it is spread over.
@@ -437,8 +460,8 @@ class FeedForward {
 
   void check_bound(const ProcessGroupMesh<M>& groups, const char* what) const {
     if (!groups.shares_groups_with(groups_))
-      throw std::invalid_argument(std::string("shardwise::FeedForward::") + what +
-                                  " is bound to another ProcessGroupMesh than the layer; build both from the same one");
+      detail::fail({"shardwise::FeedForward::", what,
+                    " is bound to another ProcessGroupMesh than the layer; build both from the same one"});
   }
 
   ProcessGroupMesh<M> groups_;

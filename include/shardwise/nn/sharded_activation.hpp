@@ -47,6 +47,26 @@ constexpr dim_order activation_order(int eigen_order) {
   return o;
 }
 
+/// This rank's block of a whole activation (b*s sequence-major rows x m, at `global` with outer
+/// stride `ld`, row-major or not): rows (s0 + si) * b + b0 + bi for si < ls, bi < lb, columns
+/// m0 .. m0 + lm, into a block of lb*ls rows (row si * lb + bi) stored row-major or not. Once
+/// per scalar, whatever the activation's sharding.
+template <typename Scalar>
+[[gnu::noinline]] void copy_activation_block(const Scalar* global, std::int64_t ld, bool global_row_major,
+                                             std::int64_t b, std::int64_t b0, std::int64_t lb, std::int64_t s0,
+                                             std::int64_t ls, std::int64_t m0, std::int64_t lm, Scalar* block,
+                                             bool block_row_major) {
+  const std::int64_t rows = lb * ls;
+  for (std::int64_t si = 0; si < ls; ++si)
+    for (std::int64_t bi = 0; bi < lb; ++bi) {
+      const std::int64_t from = (s0 + si) * b + b0 + bi, to = si * lb + bi;
+      for (std::int64_t j = 0; j < lm; ++j) {
+        const Scalar v = global_row_major ? global[from * ld + m0 + j] : global[(m0 + j) * ld + from];
+        (block_row_major ? block[to * lm + j] : block[j * rows + to]) = v;
+      }
+    }
+}
+
 /// The rank-3 checks of an activation sharding, with messages for a person.
 template <MeshType M, TensorShardingType Sh>
 struct checked_activation_sharding {
@@ -87,8 +107,7 @@ class ShardedActivation {
                     detail::uninitialized_t)
       : groups_(groups), b_(b), s_(s), m_(m) {
     if (b < 0 || s < 0 || m < 0)
-      throw std::invalid_argument("shardwise::ShardedActivation: the shape [" + std::to_string(b) + ", " +
-                                  std::to_string(s) + ", " + std::to_string(m) + "] has a negative extent");
+      detail::fail({"shardwise::ShardedActivation: the shape [", b, ", ", s, ", ", m, "] has a negative extent"});
     block_.resize(local_tokens(), local_m());
   }
 
@@ -99,17 +118,21 @@ class ShardedActivation {
                                       std::int64_t b, std::int64_t s) {
     LocalProblem problem;
     if (global.rows() != b * s)
-      problem.set("the global matrix has " + std::to_string(global.rows()) + " rows but b * s = " +
-                  std::to_string(b * s) + " (rows are tokens, sequence-major: row = s_index * b + b_index)");
+      problem.set(detail::message({"the global matrix has ", global.rows(), " rows but b * s = ", b * s,
+                                   " (rows are tokens, sequence-major: row = s_index * b + b_index)"}));
     const std::int64_t shape[] = {b, s, global.cols()};
     agree(groups, shape, problem, "shardwise::ShardedActivation::distribute");
-    ShardedActivation result(groups, b, s, global.cols(), detail::uninitialized);
-    const std::int64_t lb = result.local_batch(), b0 = result.batch_offset(), s0 = result.seq_offset();
-    const std::int64_t m0 = result.m_offset(), lm = result.local_m();
-    for (std::int64_t si = 0; si < result.local_seq(); ++si)
-      for (std::int64_t bi = 0; bi < lb; ++bi)
-        result.block_.row(si * lb + bi) = global.row((s0 + si) * b + b0 + bi).segment(m0, lm);
-    return result;
+    if constexpr (!requires { global.derived().data(); global.derived().outerStride(); }) {
+      const global_matrix plain = global;  // an expression: evaluated once
+      return distribute(groups, plain, b, s);
+    } else {
+      ShardedActivation result(groups, b, s, global.cols(), detail::uninitialized);
+      detail::copy_activation_block<Scalar>(global.derived().data(), global.derived().outerStride(), Derived::IsRowMajor,
+                                            b, result.batch_offset(), result.local_batch(), result.seq_offset(),
+                                            result.local_seq(), result.m_offset(), result.local_m(),
+                                            result.block_.data(), storage_order == Eigen::RowMajor);
+      return result;
+    }
   }
 
   /// From this rank's block (e.g. a kernel's output); its size must fit the sharding (collective:
@@ -119,10 +142,8 @@ class ShardedActivation {
     ShardedActivation result(groups, b, s, m, detail::uninitialized);
     LocalProblem problem;
     if (block.rows() != result.local_tokens() || block.cols() != result.local_m())
-      problem.set("the block is " + std::to_string(block.rows()) + " x " + std::to_string(block.cols()) +
-                  " but this rank's block of [" + std::to_string(b) + ", " + std::to_string(s) + ", " +
-                  std::to_string(m) + "] is " + std::to_string(result.local_tokens()) + " x " +
-                  std::to_string(result.local_m()));
+      problem.set(detail::message({"the block is ", block.rows(), " x ", block.cols(), " but this rank's block of [", b,
+                                   ", ", s, ", ", m, "] is ", result.local_tokens(), " x ", result.local_m()}));
     const std::int64_t shape[] = {b, s, m};
     agree(groups, shape, problem, "shardwise::ShardedActivation::from_local");
     result.block_ = std::move(block);
