@@ -25,6 +25,11 @@
 
 namespace shardwise::testing {
 
+/// The meshes the drawn cases run on: the extents are the case's (1 to 3 axes).
+using EinsumLine = Mesh<Axis<"x", dynamic_extent>>;
+using EinsumGrid = Mesh<Axis<"x", dynamic_extent>, Axis<"y", dynamic_extent>>;
+using EinsumCube = Mesh<Axis<"x", dynamic_extent>, Axis<"y", dynamic_extent>, Axis<"z", dynamic_extent>>;
+
 /// One drawn case, as values.
 struct EinsumCase {
   std::string spec;

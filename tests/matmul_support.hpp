@@ -32,7 +32,7 @@ double relative_error(const A& got, const B& want) {
   return scale == 0.0 ? diff : diff / scale;
 }
 
-/// The tolerance the issue sets: fp64 1e-12, fp32 1e-4.
+/// The relative error allowed against serial Eigen: fp64 1e-12, fp32 1e-4.
 template <typename Scalar>
 constexpr double tolerance() {
   return std::is_same_v<Scalar, double> ? 1e-12 : 1e-4;

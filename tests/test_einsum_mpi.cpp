@@ -19,11 +19,6 @@ using namespace sw::testing;
 
 namespace {
 
-using Line = sw::Mesh<sw::Axis<"x", sw::dynamic_extent>>;
-using Grid = sw::Mesh<sw::Axis<"x", sw::dynamic_extent>, sw::Axis<"y", sw::dynamic_extent>>;
-using Cube = sw::Mesh<sw::Axis<"x", sw::dynamic_extent>, sw::Axis<"y", sw::dynamic_extent>,
-                      sw::Axis<"z", sw::dynamic_extent>>;
-
 /// The worst error over the ranks and whether every rank's traffic matched its model.
 void expect_outcome(const EinsumOutcome& o, const std::string& label) {
   double worst = o.error;
@@ -57,9 +52,9 @@ TEST(EinsumMpi, RandomizedSample) {
   LocalChecks quiet;
   const int p = world_size();
   const std::vector<std::vector<int>> meshes = {{p}, {2, p / 2}, {p / 2, 2}, {p >= 8 ? 2 : 1, 2, p >= 8 ? 2 : p / 2}};
-  CountedGroups<Line> line(Line{p});
-  CountedGroups<Grid> grid_a(Grid{2, p / 2}), grid_b(Grid{p / 2, 2});
-  CountedGroups<Cube> cube(Cube{meshes[3][0], meshes[3][1], meshes[3][2]});
+  CountedGroups<EinsumLine> line(EinsumLine{p});
+  CountedGroups<EinsumGrid> grid_a(EinsumGrid{2, p / 2}), grid_b(EinsumGrid{p / 2, 2});
+  CountedGroups<EinsumCube> cube(EinsumCube{meshes[3][0], meshes[3][1], meshes[3][2]});
   std::mt19937_64 draw(977);  // the same draws on every rank
   int planned = 0;
   while (planned < 120) {

@@ -19,11 +19,6 @@ using namespace sw::testing;
 
 namespace {
 
-using Line = sw::Mesh<sw::Axis<"x", sw::dynamic_extent>>;
-using Grid = sw::Mesh<sw::Axis<"x", sw::dynamic_extent>, sw::Axis<"y", sw::dynamic_extent>>;
-using Cube = sw::Mesh<sw::Axis<"x", sw::dynamic_extent>, sw::Axis<"y", sw::dynamic_extent>,
-                      sw::Axis<"z", sw::dynamic_extent>>;
-
 /// Runs case `c` on a virtual cluster of its mesh; every rank's outcome.
 template <typename M>
 std::vector<EinsumOutcome> run_on_cluster(const EinsumCase& c, const M& mesh) {
@@ -39,9 +34,9 @@ std::vector<EinsumOutcome> run_on_cluster(const EinsumCase& c, const M& mesh) {
 
 std::vector<EinsumOutcome> run_on_cluster(const EinsumCase& c) {
   const auto& e = c.mesh;
-  if (e.size() == 1) return run_on_cluster(c, Line{e[0]});
-  if (e.size() == 2) return run_on_cluster(c, Grid{e[0], e[1]});
-  return run_on_cluster(c, Cube{e[0], e[1], e[2]});
+  if (e.size() == 1) return run_on_cluster(c, EinsumLine{e[0]});
+  if (e.size() == 2) return run_on_cluster(c, EinsumGrid{e[0], e[1]});
+  return run_on_cluster(c, EinsumCube{e[0], e[1], e[2]});
 }
 
 }  // namespace

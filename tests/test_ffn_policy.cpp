@@ -26,7 +26,7 @@ using Rep2 = TS<R, R>;
 template <typename M, typename X, typename W1, typename W2, typename Y = X>
 using Plan = sw::feed_forward_plan<M, X, W1, W2, Y>;
 
-// The seed's GSPMD policy on x * y, exactly as DESIGN.md gives it.
+// The seed's GSPMD policy on x * y: X = [x, -, y], W1 = [x, y], W2 = [y, x].
 using Gspmd = Plan<Grid, TS<S<"x">, R, S<"y">>, TS<S<"x">, S<"y">>, TS<S<"y">, S<"x">>>;
 using MegatronTp = Plan<Tp, Rep3, TS<R, S<"tp">>, TS<S<"tp">, R>>;
 using MegatronSp = Plan<Tp, TS<R, S<"tp">, R>, TS<R, S<"tp">>, TS<S<"tp">, R>>;

@@ -1,4 +1,5 @@
-// Pipeline schedules: GPipe against DESIGN.md's formula, the seed's formula, 1F1B's
+// Pipeline schedules: GPipe against its closed form (forward of run r on stage i at cycle
+// i + r, backward at R + 2S - 2 - i + r), the seed's formula, 1F1B's
 // order and memory, makespans, invariants, and an independent earliest-cycle simulation.
 #include <gtest/gtest.h>
 
@@ -25,7 +26,7 @@ using OFOB = sw::Pipeline<S, R, OneFOneB>;
 
 constexpr int min_int(int a, int b) { return a < b ? a : b; }
 
-// GPipe is exactly DESIGN.md's formula: F at i + r, B at R + 2S - 2 - i + r.
+// GPipe is exactly the closed form: F at i + r, B at R + 2S - 2 - i + r.
 template <int S, int R>
 constexpr bool gpipe_matches_design() {
   using P = GP<S, R>;
@@ -132,7 +133,7 @@ static_assert(all_facts<8, 3>());
 static_assert(all_facts<2, 1>());
 static_assert(all_facts<16, 64>());  // the size the tables are meant to stay cheap at
 
-// The seed's 2(R - 1) - i + r agrees with DESIGN.md when R = 2S, and only then.
+// The seed's 2(R - 1) - i + r agrees with the closed form when R = 2S, and only then.
 static_assert(seed_agrees_with_gpipe<4, 8>() && seed_agrees_with_gpipe<1, 2>() &&
               seed_agrees_with_gpipe<3, 6>() && seed_agrees_with_gpipe<8, 16>());
 static_assert(!seed_agrees_with_gpipe<4, 2>() && !seed_agrees_with_gpipe<4, 4>() &&

@@ -65,7 +65,7 @@ static_assert(Full::schedule == sw::Schedule{gather(Operand::A, 1, axes({Y})), g
                                              gemm, gather(Operand::C, 1, axes({Y})), gather(Operand::C, 0, axes({X}))});
 }  // namespace seed
 
-// The selection API in DESIGN.md's words.
+// The selection API as a user writes it: A[m, k] split over (x, y), B[k, n] over x: Outer.
 static_assert(std::is_same_v<sw::matmul_policy_t<Grid, TS<Split<"x">, Split<"y">>, TS<Split<"x">, Replicated>>,
                              sw::policy::Outer>);
 static_assert(std::is_same_v<sw::matmul_output_t<Grid, TS<Split<"x">, Split<"y">>, TS<Split<"x">, Split<"y">>>,
