@@ -39,8 +39,7 @@ IndexExtents check_einsum_operands(const contraction_indices& ix, const A& a, co
   a.check_valid(operation, "A");
   b.check_valid(operation, "B");
   if (!a.groups().shares_groups_with(b.groups()))
-    throw std::invalid_argument(std::string(operation) +
-                                ": the operands are bound to different ProcessGroupMesh objects; build both from the same one");
+    fail({operation, ": the operands are bound to different ProcessGroupMesh objects; build both from the same one"});
   std::array<std::int64_t, 2 * max_tensor_rank> all{};
   for (std::size_t d = 0; d < A::rank; ++d) all[d] = a.extent(d);
   for (std::size_t d = 0; d < B::rank; ++d) all[A::rank + d] = b.extent(d);
@@ -52,10 +51,8 @@ IndexExtents check_einsum_operands(const contraction_indices& ix, const A& a, co
     const char l = ix.letter(Operand::B, static_cast<int>(d));
     const int da = ix.dim_of(Operand::A, l);
     if (da >= 0 && a.extent(static_cast<std::size_t>(da)) != b.extent(d))
-      throw std::invalid_argument(std::string(operation) + ": index " + std::string(1, l) + " has extent " +
-                                  std::to_string(a.extent(static_cast<std::size_t>(da))) + " in A " +
-                                  extents_text(a.extents()) + " but " + std::to_string(b.extent(d)) + " in B " +
-                                  extents_text(b.extents()));
+      fail({operation, ": index ", std::string_view(&l, 1), " has extent ", a.extent(static_cast<std::size_t>(da)),
+            " in A ", extents_text(a.extents()), " but ", b.extent(d), " in B ", extents_text(b.extents())});
     extents.set(l, b.extent(d));
   }
   return extents;

@@ -27,7 +27,13 @@
 namespace shardwise {
 
 /// Who started this process, judged by its environment.
-enum class Launcher { none, openmpi, mpich, slurm, torchrun };
+enum class Launcher {
+  none,     ///< No launcher's variables are set (e.g. a process started directly).
+  openmpi,  ///< OpenMPI's mpirun: OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE.
+  mpich,    ///< MPICH's Hydra: PMI_RANK, PMI_SIZE.
+  slurm,    ///< Slurm's srun: SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID.
+  torchrun  ///< torchrun: RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE.
+};
 
 /// The launcher's name for messages: "OpenMPI", "MPICH/Hydra", "Slurm", "torchrun" or "none".
 [[nodiscard]] constexpr const char* to_string(Launcher launcher) noexcept {

@@ -25,6 +25,7 @@
 /// internal and may change in any release.
 namespace shardwise {
 
+/// A string literal as a template argument: the type of axis names (Axis<"x", 2>, Split<"x">).
 using detail::fixed_string;
 
 /// Extent of an axis that is only known at run time (given to the Mesh constructor).

@@ -53,6 +53,8 @@ class MpiEnvironment {
   MpiEnvironment(const MpiEnvironment&) = delete;
   MpiEnvironment& operator=(const MpiEnvironment&) = delete;
 
+  /// MPI_Finalize, when this object initialized MPI; MPI_Abort of every rank instead when an
+  /// exception is leaving the scope.
   ~MpiEnvironment() {
     if (std::uncaught_exceptions() > uncaught_at_start_) {
       // Unwinding: MPI_Finalize could wait forever on ranks blocked in a collective.

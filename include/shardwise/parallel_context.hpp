@@ -37,8 +37,16 @@
 namespace shardwise {
 
 /// The kinds of parallelism a rank takes part in.
-enum class ParallelMode { global, data, tensor, pipeline, sequence, expert };
+enum class ParallelMode {
+  global,    ///< Every rank: all mesh axes, in mesh order; cannot be bound.
+  data,      ///< Data parallelism: replicas that all-reduce their gradients.
+  tensor,    ///< Tensor parallelism: the ranks that split each layer's weights.
+  pipeline,  ///< Pipeline parallelism: the stages.
+  sequence,  ///< Sequence parallelism: the ranks that split the sequence.
+  expert     ///< Expert parallelism: the ranks that hold different experts.
+};
 
+/// The mode's name in lower case ("data", "tensor", ...), for messages.
 [[nodiscard]] constexpr const char* to_string(ParallelMode mode) noexcept {
   switch (mode) {
     case ParallelMode::global: return "global";
@@ -53,8 +61,8 @@ enum class ParallelMode { global, data, tensor, pipeline, sequence, expert };
 
 /// A mode and the mesh axes it runs over: {ParallelMode::tensor, {"tp", "sp"}}.
 struct ModeBinding {
-  ParallelMode mode;
-  std::vector<std::string_view> axes;
+  ParallelMode mode;                    ///< The mode to bind (not ParallelMode::global).
+  std::vector<std::string_view> axes;  ///< Its mesh axes, each named once, major first.
 };
 
 namespace detail {
@@ -86,11 +94,13 @@ class ParallelContext {
   /// twice, or a binding of ParallelMode::global (always every axis). The node-local rank and
   /// size come from MPI_Comm_split_type when the mesh runs on an MpiCommunicator, and are the
   /// whole world otherwise (the virtual cluster is one node).
+  ///@{
   ParallelContext(ProcessGroupMesh<M> groups, std::span<const ModeBinding> bindings)
       : ParallelContext(std::move(groups), bindings, std::nullopt) {}
   ParallelContext(ProcessGroupMesh<M> groups, std::initializer_list<ModeBinding> bindings)
       : ParallelContext(std::move(groups), std::span<const ModeBinding>(bindings.begin(), bindings.size()),
                         std::nullopt) {}
+  ///@}
 
   /// From an MPI communicator: reads the launcher environment (through `getenv`) and checks
   /// it against MPI's rank and size in MPI_COMM_WORLD and, when `comm` spans MPI_COMM_WORLD,
@@ -129,22 +139,33 @@ class ParallelContext {
     context.environment_ = environment;
     return context;
   }
+  /// The same, reading the environment with std::getenv.
   static ParallelContext from_mpi(MPI_Comm comm, const M& mesh, std::initializer_list<ModeBinding> bindings) {
     return from_mpi(comm, mesh, std::span<const ModeBinding>(bindings.begin(), bindings.size()),
                     [](const char* name) -> const char* { return std::getenv(name); });
   }
+  /// The same for a mesh whose extents are all known at compile time (M::is_static): the
+  /// mesh is M{}.
   static ParallelContext from_mpi(MPI_Comm comm, std::initializer_list<ModeBinding> bindings)
+    // Hidden from Doxygen 1.9, which does not parse a trailing requires-clause before a body
+    // and drops the members that follow.
+    /// @cond
     requires M::is_static
+    /// @endcond
   {
     return from_mpi(comm, M{}, bindings);
   }
 
+  /// The communicators of the mesh, one per subset of axes.
   [[nodiscard]] ProcessGroupMesh<M>& groups() noexcept { return groups_; }
+  /// The mesh: axis names and extents.
   [[nodiscard]] const M& mesh() const noexcept { return groups_.mesh(); }
 
   /// Rank and size in the whole mesh.
+  ///@{
   [[nodiscard]] int global_rank() const noexcept { return groups_.rank(); }
   [[nodiscard]] int global_size() const noexcept { return groups_.size(); }
+  ///@}
 
   /// Whether `mode` is bound to axes (global always is).
   [[nodiscard]] bool is_bound(ParallelMode mode) const noexcept {
@@ -168,18 +189,26 @@ class ParallelContext {
   /// World ranks of the group of `mode`, in group order.
   [[nodiscard]] std::vector<int> ranks_in_group(ParallelMode mode) const { return groups_.ranks_in_group(axes(mode)); }
   /// World rank of the next (previous) member of the group of `mode`, wrapping around.
+  ///@{
   [[nodiscard]] int next_rank(ParallelMode mode, int step = 1) const {
     return groups_.group_member(axes(mode), static_cast<long long>(local_rank(mode)) + step);
   }
   [[nodiscard]] int prev_rank(ParallelMode mode, int step = 1) const {
     return groups_.group_member(axes(mode), static_cast<long long>(local_rank(mode)) - step);
   }
+  ///@}
+  /// Whether this rank is the first (last) member of the group of `mode`; an unbound mode's
+  /// single rank is both.
+  ///@{
   [[nodiscard]] bool is_first(ParallelMode mode) const { return local_rank(mode) == 0; }
   [[nodiscard]] bool is_last(ParallelMode mode) const { return local_rank(mode) == group_size(mode) - 1; }
+  ///@}
 
   /// Rank and size among the ranks on this node.
+  ///@{
   [[nodiscard]] int node_local_rank() const noexcept { return node_.local_rank; }
   [[nodiscard]] int node_local_size() const noexcept { return node_.local_size; }
+  ///@}
   /// What the launcher said (from_mpi only; empty otherwise).
   [[nodiscard]] const LauncherEnvironment& launcher_environment() const noexcept { return environment_; }
 

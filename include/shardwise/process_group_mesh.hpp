@@ -171,8 +171,8 @@ class ProcessGroupMesh {
                 "as in ProcessGroupMesh<Mesh<Axis<\"x\", 2>>>");
 
  public:
-  using mesh_type = M;
-  using coordinate_type = typename M::coordinate_type;
+  using mesh_type = M;                                   ///< The Mesh the groups are over.
+  using coordinate_type = typename M::coordinate_type;  ///< A position in the mesh: one index per axis.
 
   /// Over `comm`: a Communicator (an rvalue is taken over; an lvalue is duplicated with
   /// create_group, which is collective over all its ranks), or a handle with a
@@ -189,14 +189,18 @@ class ProcessGroupMesh {
   }
 
   /// Copies share the groups (see the top of this file); a moved-from mesh holds none.
+  ///@{
   ProcessGroupMesh(const ProcessGroupMesh&) = default;
   ProcessGroupMesh& operator=(const ProcessGroupMesh&) = default;
   ProcessGroupMesh(ProcessGroupMesh&&) noexcept = default;
   ProcessGroupMesh& operator=(ProcessGroupMesh&&) noexcept = default;
+  ///@}
 
+  /// The mesh: axis names and extents.
   [[nodiscard]] const M& mesh() const noexcept { return mesh_; }
   /// Rank in the whole mesh (the communicator given to the constructor).
   [[nodiscard]] int rank() const noexcept { return rank_; }
+  /// Number of ranks in the mesh (the product of its extents).
   [[nodiscard]] int size() const noexcept { return mesh_.size(); }
   /// This rank's position in the mesh.
   [[nodiscard]] const coordinate_type& coordinate() const noexcept { return coordinate_; }
@@ -206,12 +210,14 @@ class ProcessGroupMesh {
   /// The group along `axes` (run-time names) that holds this rank. std::invalid_argument for a
   /// name the mesh does not have or a name given twice. A repeated request costs a short
   /// search and no allocation.
+  ///@{
   AnyCommunicator& group_along(std::initializer_list<std::string_view> axes) const {
     return group_along(std::span<const std::string_view>(axes.begin(), axes.size()));
   }
   AnyCommunicator& group_along(std::span<const std::string_view> axes) const {
     return state("group_along").group_along(resolve(axes, "group_along"));
   }
+  ///@}
   /// The group along axes named at compile time: group_along<"dp", "sp">().
   template <fixed_string... Names>
   AnyCommunicator& group_along() const {
@@ -231,7 +237,9 @@ class ProcessGroupMesh {
 
   /// The group along `axis` restricted to the listed indices on it (e.g. the first and the last
   /// pipeline stage), in the order listed; nullptr when this rank's index on `axis` is not listed
-  /// (non-members neither communicate nor create anything).
+  /// (non-members neither communicate nor create anything). std::invalid_argument for an
+  /// index outside the axis or listed twice.
+  ///@{
   AnyCommunicator* group_along_indices(std::string_view axis, std::initializer_list<int> indices) const {
     return group_along_indices(axis, std::span<const int>(indices.begin(), indices.size()));
   }
@@ -248,29 +256,36 @@ class ProcessGroupMesh {
     }
     return state("group_along_indices").group_along_indices(a, indices);
   }
+  ///@}
 
   /// World ranks of the group along `axes`, in group order, computed without communicating.
+  ///@{
   [[nodiscard]] std::vector<int> ranks_in_group(std::initializer_list<std::string_view> axes) const {
     return ranks_in_group(std::span<const std::string_view>(axes.begin(), axes.size()));
   }
   [[nodiscard]] std::vector<int> ranks_in_group(std::span<const std::string_view> axes) const {
     return state("ranks_in_group").ranks_along(resolve(axes, "ranks_in_group"));
   }
+  ///@}
 
   /// This rank's rank in the group along `axes` (no communication).
+  ///@{
   [[nodiscard]] int group_rank(std::initializer_list<std::string_view> axes) const {
     return group_rank(std::span<const std::string_view>(axes.begin(), axes.size()));
   }
   [[nodiscard]] int group_rank(std::span<const std::string_view> axes) const {
     return geometry().group_rank(resolve(axes, "group_rank"));
   }
+  ///@}
   /// Number of ranks in the group along `axes` (no communication).
+  ///@{
   [[nodiscard]] int group_size(std::initializer_list<std::string_view> axes) const {
     return group_size(std::span<const std::string_view>(axes.begin(), axes.size()));
   }
   [[nodiscard]] int group_size(std::span<const std::string_view> axes) const {
     return geometry().group_size(resolve(axes, "group_size"));
   }
+  ///@}
   /// World rank of group rank `index` (wrapped around) of the group along `axes`.
   [[nodiscard]] int group_member(std::span<const std::string_view> axes, long long index) const {
     const detail::axis_list list = resolve(axes, "group_member");

@@ -137,6 +137,10 @@ struct checked_matrix_sharding {
 }  // namespace detail
 
 /// A matrix distributed over the mesh M as the sharding Sh says.
+///
+/// The shape and block accessors (rows(), cols(), local_rows(), local_cols(), row_offset(),
+/// col_offset(), local()) and release() are members of its base, the part of a ShardedMatrix
+/// that does not depend on the mesh or the sharding.
 template <typename Scalar, MeshType M, typename Sh, int Order = detail::default_storage_order<Sh>()>
 class ShardedMatrix : public detail::matrix_block<Scalar, Order> {
   using base = detail::matrix_block<Scalar, Order>;
@@ -150,12 +154,15 @@ class ShardedMatrix : public detail::matrix_block<Scalar, Order> {
   static_assert(sizeof(detail::checked_matrix_sharding<M, Sh>) > 0);
 
  public:
-  using scalar_type = Scalar;
-  using mesh_type = M;
-  using sharding = Sh;
+  using scalar_type = Scalar;  ///< The element type: float or double.
+  using mesh_type = M;         ///< The mesh it is distributed over.
+  using sharding = Sh;         ///< How its rows and columns are split (a TensorSharding of rank 2).
+  /// Storage order of this rank's block: Eigen::RowMajor or Eigen::ColMajor.
   static constexpr int storage_order = Order;
   /// This rank's block.
   using local_matrix = detail::dense_matrix<Scalar, Order>;
+  /// Global shape (rows(), cols()); this rank's block: its shape (local_rows(), local_cols()),
+  /// where it starts in the global matrix (row_offset(), col_offset()) and its storage (local()).
   using base::col_offset;
   using base::cols;
   using base::local;

@@ -92,16 +92,18 @@ class ShardedTensor {
   static_assert(sizeof(detail::checked_tensor_sharding<M, Sh>) > 0);
 
  public:
-  using scalar_type = Scalar;
-  using mesh_type = M;
-  using sharding = Sh;
+  using scalar_type = Scalar;  ///< The element type: float or double.
+  using mesh_type = M;         ///< The mesh it is distributed over.
+  using sharding = Sh;         ///< How its dimensions are split (a TensorSharding).
   /// Number of dimensions.
   static constexpr std::size_t rank = detail::is_tensor_sharding_v<Sh> ? Sh::rank : 1;
   /// Global (or local) extents, one per dimension.
   using extents_type = std::array<std::int64_t, rank>;
   /// This rank's block, and a whole tensor: row-major Eigen tensors.
+  ///@{
   using local_tensor = Eigen::Tensor<Scalar, static_cast<int>(rank), Eigen::RowMajor, Eigen::Index>;
   using global_tensor = local_tensor;
+  ///@}
   /// How blocks are stored: row-major (the last dimension contiguous).
   static constexpr detail::dim_order storage = detail::dim_order::row_major(static_cast<int>(rank));
 
@@ -123,9 +125,7 @@ class ShardedTensor {
   ShardedTensor(const ProcessGroupMesh<M>& groups, const extents_type& extents, detail::uninitialized_t)
       : groups_(groups), extents_(extents) {
     for (std::int64_t e : extents)
-      if (e < 0)
-        throw std::invalid_argument("shardwise::ShardedTensor: the extents " + detail::extents_text(extents) +
-                                    " have a negative one");
+      if (e < 0) detail::fail({"shardwise::ShardedTensor: the extents ", detail::extents_text(extents), " have a negative one"});
     (void)groups_.state("ShardedTensor");  // a moved-from mesh cannot hold a tensor
     block_.resize(eigen_dimensions(local_extents()));
   }
@@ -188,14 +188,19 @@ class ShardedTensor {
 
   /// Global extents.
   [[nodiscard]] const extents_type& extents() const noexcept { return extents_; }
+  /// Global extent of dimension `d` (std::out_of_range when d >= rank).
   [[nodiscard]] std::int64_t extent(std::size_t d) const { return extents_.at(d); }
   /// This rank's block: its extents and where it starts in each dimension.
+  ///@{
   [[nodiscard]] extents_type local_extents() const { return per_dimension(&detail::block_geometry::extent); }
   [[nodiscard]] extents_type offsets() const { return per_dimension(&detail::block_geometry::offset); }
+  ///@}
 
   /// This rank's block (contiguous, row-major).
+  ///@{
   [[nodiscard]] local_tensor& local() noexcept { return block_; }
   [[nodiscard]] const local_tensor& local() const noexcept { return block_; }
+  ///@}
   /// Moves this rank's block out (the tensor is left empty).
   [[nodiscard]] local_tensor release() && { return std::move(block_); }
 
@@ -206,8 +211,8 @@ class ShardedTensor {
   /// std::logic_error naming `operation` and `role` ("A") when moved from.
   void check_valid(const char* operation, const char* role) const {
     if (!valid())
-      throw std::logic_error(std::string(operation) + ": " + role +
-                             " was moved from (it holds no block and no groups); use the tensor it was moved into");
+      detail::fail<std::logic_error>({operation, ": ", role,
+                                      " was moved from (it holds no block and no groups); use the tensor it was moved into"});
   }
   /// Collective: every rank holds this tensor with the same global extents (at
   /// CheckLevel::cross_rank), else every rank throws the same error; and it was not moved from.

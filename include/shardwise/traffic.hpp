@@ -20,9 +20,11 @@ namespace shardwise {
 
 /// Bytes and messages sent by one rank.
 struct Traffic {
-  std::int64_t bytes = 0;
-  std::int64_t messages = 0;
+  std::int64_t bytes = 0;     ///< Bytes sent.
+  std::int64_t messages = 0;  ///< Messages sent.
 
+  /// Sum and difference, member by member: totals, and the traffic between two snapshots.
+  ///@{
   constexpr Traffic& operator+=(const Traffic& other) {
     bytes += other.bytes;
     messages += other.messages;
@@ -35,14 +37,18 @@ struct Traffic {
   }
   friend constexpr Traffic operator+(Traffic a, const Traffic& b) { return a += b; }
   friend constexpr Traffic operator-(Traffic a, const Traffic& b) { return a -= b; }
+  ///@}
+  /// Equal bytes and equal messages.
   friend constexpr bool operator==(const Traffic&, const Traffic&) = default;
 };
 
 /// Traffic and number of calls of one kind of operation.
 struct OpCount {
-  Traffic traffic;
-  std::int64_t calls = 0;
+  Traffic traffic;         ///< What the calls sent.
+  std::int64_t calls = 0;  ///< Number of calls, including those that sent nothing.
 
+  /// Sum and difference, member by member: totals, and the counts between two snapshots.
+  ///@{
   constexpr OpCount& operator+=(const OpCount& other) {
     traffic += other.traffic;
     calls += other.calls;
@@ -55,6 +61,8 @@ struct OpCount {
   }
   friend constexpr OpCount operator+(OpCount a, const OpCount& b) { return a += b; }
   friend constexpr OpCount operator-(OpCount a, const OpCount& b) { return a -= b; }
+  ///@}
+  /// Equal traffic and equal number of calls.
   friend constexpr bool operator==(const OpCount&, const OpCount&) = default;
 };
 
@@ -63,20 +71,24 @@ struct OpCount {
 /// reduce_scatter_block; point_to_point counts sends (receives count as calls without
 /// traffic); barrier counts calls only.
 struct CommCounters {
-  OpCount all_reduce;
-  OpCount all_gather;
-  OpCount reduce_scatter;
-  OpCount broadcast;
-  OpCount point_to_point;
-  OpCount barrier;
+  OpCount all_reduce;      ///< all_reduce, in place or not.
+  OpCount all_gather;      ///< all_gather and all_gather_v.
+  OpCount reduce_scatter;  ///< reduce_scatter and reduce_scatter_block.
+  OpCount broadcast;       ///< broadcast; the last link of the chain sends nothing.
+  OpCount point_to_point;  ///< send, recv, sendrecv and start_sendrecv; traffic is what was sent.
+  OpCount barrier;         ///< barrier: calls only, no traffic.
 
   /// Traffic of every kind together.
   [[nodiscard]] constexpr Traffic total() const noexcept {
     return all_reduce.traffic + all_gather.traffic + reduce_scatter.traffic + broadcast.traffic +
            point_to_point.traffic + barrier.traffic;
   }
+  /// Sets every count to zero.
   constexpr void reset() noexcept { *this = CommCounters{}; }
 
+  /// Kind-by-kind sum and difference, e.g. the counts of one phase as the difference of two
+  /// snapshots.
+  ///@{
   constexpr CommCounters& operator+=(const CommCounters& o) {
     all_reduce += o.all_reduce;
     all_gather += o.all_gather;
@@ -97,6 +109,8 @@ struct CommCounters {
   }
   friend constexpr CommCounters operator+(CommCounters a, const CommCounters& b) { return a += b; }
   friend constexpr CommCounters operator-(CommCounters a, const CommCounters& b) { return a -= b; }
+  ///@}
+  /// Equal counts of every kind.
   friend constexpr bool operator==(const CommCounters&, const CommCounters&) = default;
 };
 

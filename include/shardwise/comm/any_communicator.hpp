@@ -67,14 +67,20 @@ class AnyCommunicator : public detail::CollectiveApi<AnyCommunicator> {
   explicit AnyCommunicator(C comm)
       : rank_(comm.rank()), size_(comm.size()), impl_(std::make_unique<detail::AnyCommModel<C>>(std::move(comm))) {}
 
+  /// Moves the backend; the source may then only be destroyed or assigned to.
+  ///@{
   AnyCommunicator(AnyCommunicator&&) noexcept = default;
   AnyCommunicator& operator=(AnyCommunicator&&) noexcept = default;
+  ///@}
   ~AnyCommunicator() = default;
 
+  /// This rank in the group, 0..size()-1.
   [[nodiscard]] int rank() const noexcept { return rank_; }
+  /// Number of ranks in the group.
   [[nodiscard]] int size() const noexcept { return size_; }
 
   /// The wrapped backend, or nullptr when it is not a C (like std::function::target).
+  ///@{
   template <typename C>
   [[nodiscard]] C* target() noexcept {
     return impl_ && impl_->type() == typeid(C) ? static_cast<C*>(impl_->target()) : nullptr;
@@ -83,6 +89,7 @@ class AnyCommunicator : public detail::CollectiveApi<AnyCommunicator> {
   [[nodiscard]] const C* target() const noexcept {
     return impl_ && impl_->type() == typeid(C) ? static_cast<const C*>(impl_->target()) : nullptr;
   }
+  ///@}
 
  private:
   friend struct detail::RawAccess;

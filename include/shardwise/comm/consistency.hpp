@@ -48,12 +48,15 @@ inline std::atomic<CheckLevel>& check_level() {
 /// error path, so a call that goes well allocates nothing.
 class LocalProblem {
  public:
+  /// No problem recorded.
   LocalProblem() = default;
   /// Records `text` unless a problem is already recorded (the first one is reported).
   void set(std::string text) {
     if (text_.empty()) text_ = std::move(text);
   }
+  /// True once a problem has been recorded.
   [[nodiscard]] bool found() const noexcept { return !text_.empty(); }
+  /// The recorded problem; empty when none was.
   [[nodiscard]] const std::string& text() const noexcept { return text_; }
 
  private:

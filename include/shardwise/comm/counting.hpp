@@ -32,13 +32,21 @@ class CountingCommunicator : public detail::CollectiveApi<CountingCommunicator<C
   explicit CountingCommunicator(C inner, std::shared_ptr<CommCounters> counters = std::make_shared<CommCounters>())
       : inner_(std::move(inner)), counters_(std::move(counters)) {}
 
+  /// This rank in the group, 0..size()-1 (the wrapped communicator's).
   [[nodiscard]] int rank() const noexcept { return inner_.rank(); }
+  /// Number of ranks in the group.
   [[nodiscard]] int size() const noexcept { return inner_.size(); }
 
+  /// What this rank and its subgroups have sent so far.
   [[nodiscard]] const CommCounters& counters() const noexcept { return *counters_; }
+  /// The counters themselves, shared with the subgroups created through this communicator
+  /// (e.g. to reset() them or to count another communicator into them).
   [[nodiscard]] const std::shared_ptr<CommCounters>& shared_counters() const noexcept { return counters_; }
+  /// The wrapped communicator; operations called on it directly are not counted.
+  ///@{
   [[nodiscard]] C& inner() noexcept { return inner_; }
   [[nodiscard]] const C& inner() const noexcept { return inner_; }
+  ///@}
 
  private:
   friend struct detail::RawAccess;

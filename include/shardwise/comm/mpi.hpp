@@ -113,6 +113,9 @@ class MpiCommunicator : public detail::CollectiveApi<MpiCommunicator> {
     adopt();
   }
 
+  /// Takes over `other`'s communicator; `other` is then empty (MPI_COMM_NULL). Assignment
+  /// first frees the communicator this object owns.
+  ///@{
   MpiCommunicator(MpiCommunicator&& other) noexcept
       : comm_(std::exchange(other.comm_, MPI_COMM_NULL)), rank_(other.rank_), size_(other.size_),
         counts_(std::move(other.counts_)), displacements_(std::move(other.displacements_)) {}
@@ -127,11 +130,15 @@ class MpiCommunicator : public detail::CollectiveApi<MpiCommunicator> {
     }
     return *this;
   }
+  ///@}
   MpiCommunicator(const MpiCommunicator&) = delete;
   MpiCommunicator& operator=(const MpiCommunicator&) = delete;
+  /// Frees the communicator this object owns (MPI_Comm_free), unless MPI is already finalized.
   ~MpiCommunicator() { release(); }
 
+  /// This rank in the communicator (MPI_Comm_rank).
   [[nodiscard]] int rank() const noexcept { return rank_; }
+  /// Number of ranks in the communicator (MPI_Comm_size).
   [[nodiscard]] int size() const noexcept { return size_; }
   /// The MPI communicator this object owns (for the user's own MPI calls; do not free it).
   [[nodiscard]] MPI_Comm native() const noexcept { return comm_; }
@@ -307,6 +314,7 @@ class MpiCommunicator : public detail::CollectiveApi<MpiCommunicator> {
 /// the result works on a duplicate of it.
 template <>
 struct communicator_adapter<MPI_Comm> {
+  /// An MpiCommunicator on a duplicate of `comm` (collective over comm).
   static MpiCommunicator adapt(MPI_Comm comm) { return MpiCommunicator(comm); }
 };
 

@@ -18,6 +18,8 @@
 #include "shardwise/comm/request.hpp"
 #include "shardwise/comm/types.hpp"
 
+/// The operations every backend implements: X(return type, name, (parameters), (arguments))
+/// for each.
 #define SHARDWISE_COMM_OPERATIONS(X)                                                                              \
   X(void, all_reduce, (const void* in, void* out, std::int64_t n, Datatype t, ReduceOp op), (in, out, n, t, op))  \
   X(void, all_gather, (const void* in, void* out, std::int64_t n, Datatype t), (in, out, n, t))                   \

@@ -24,8 +24,8 @@ class Request {
 
   /// What a backend provides: both functions receive a pointer to its inline state.
   struct Ops {
-    void (*wait)(void* state);
-    void (*abandon)(void* state) noexcept;
+    void (*wait)(void* state);             ///< Completes the operation; may throw.
+    void (*abandon)(void* state) noexcept;  ///< Completes or cancels it for a destructor; never throws.
   };
 
   /// An empty request: already complete.
@@ -40,6 +40,9 @@ class Request {
     ::new (static_cast<void*>(state_)) State(state);
   }
 
+  /// Takes over `other`'s pending operation; `other` is then empty. Assignment first
+  /// abandons the operation this request still holds (as the destructor would).
+  ///@{
   Request(Request&& other) noexcept : ops_(std::exchange(other.ops_, nullptr)) {
     std::memcpy(state_, other.state_, state_size);
   }
@@ -51,8 +54,11 @@ class Request {
     }
     return *this;
   }
+  ///@}
   Request(const Request&) = delete;
   Request& operator=(const Request&) = delete;
+  /// Waits for a pending operation, swallowing its errors; while an exception unwinds the
+  /// stack, cancels what it can instead.
   ~Request() { abandon(); }
 
   /// Blocks until the operation is complete; afterwards the buffers may be reused.

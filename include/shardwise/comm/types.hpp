@@ -17,7 +17,11 @@
 namespace shardwise {
 
 /// Reduction applied element-wise by all_reduce and reduce_scatter.
-enum class ReduceOp { sum, max, min };
+enum class ReduceOp {
+  sum,  ///< Element-wise sum.
+  max,  ///< Element-wise maximum.
+  min   ///< Element-wise minimum.
+};
 
 /// The element types a Communicator moves: float, double, int and std::int64_t.
 template <typename T>
@@ -27,12 +31,14 @@ concept CommScalar = std::same_as<T, float> || std::same_as<T, double> || std::s
 /// Base of every error raised by a communication backend.
 class CommError : public std::runtime_error {
  public:
+  /// With the message what() returns, as std::runtime_error.
   using std::runtime_error::runtime_error;
 };
 
 /// An MPI call returned an error: what() names the call and carries MPI's own message.
 class MpiError : public CommError {
  public:
+  /// The error `error_code` of the MPI function `call`, with MPI's message for it.
   MpiError(std::string call, int error_code, std::string mpi_message)
       : CommError(detail::message({call, " failed: ", mpi_message, " (MPI error code ", error_code, ")"})),
         call_(std::move(call)),
@@ -43,6 +49,7 @@ class MpiError : public CommError {
   [[nodiscard]] const std::string& call() const noexcept { return call_; }
   /// MPI's error string (MPI_Error_string).
   [[nodiscard]] const std::string& mpi_message() const noexcept { return mpi_message_; }
+  /// The error code the call returned.
   [[nodiscard]] int error_code() const noexcept { return error_code_; }
 
  private:
@@ -54,6 +61,8 @@ class MpiError : public CommError {
 /// Virtual cluster: another rank failed first; what() is "rank R failed first: <its what()>".
 class RemoteRankFailure : public CommError {
  public:
+  /// World rank `failed_rank` failed first with message `failure`; `first` is its exception,
+  /// when this rank has it.
   RemoteRankFailure(int failed_rank, const std::string& failure, std::exception_ptr first = {})
       : CommError("rank " + std::to_string(failed_rank) + " failed first: " + failure),
         failed_rank_(failed_rank),
@@ -73,6 +82,7 @@ class RemoteRankFailure : public CommError {
 /// what() lists what each rank waits for.
 class DeadlockError : public CommError {
  public:
+  /// With the message what() returns.
   using CommError::CommError;
 };
 

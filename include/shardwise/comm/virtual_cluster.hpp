@@ -485,8 +485,11 @@ struct VcReceipt {
 /// One rank's handle on a virtual cluster (or a subgroup of it). Valid during VirtualCluster::run.
 class VirtualCommunicator : public detail::CollectiveApi<VirtualCommunicator> {
  public:
+  /// Moves the handle: the result is the same rank of the same group.
+  ///@{
   VirtualCommunicator(VirtualCommunicator&&) noexcept = default;
   VirtualCommunicator& operator=(VirtualCommunicator&&) noexcept = default;
+  ///@}
   VirtualCommunicator(const VirtualCommunicator&) = delete;
   VirtualCommunicator& operator=(const VirtualCommunicator&) = delete;
   ~VirtualCommunicator() = default;
@@ -685,6 +688,7 @@ class VirtualCluster {
   /// A cluster of `ranks` ranks (at least 1).
   explicit VirtualCluster(int ranks) : state_(make_state(ranks)) {}
 
+  /// Number of ranks.
   [[nodiscard]] int size() const noexcept { return state_->size(); }
 
   /// Runs f(VirtualCommunicator&) on every rank, each on its own thread, and joins them. The

@@ -33,14 +33,18 @@
 #if defined(__GNUC__)
 #pragma GCC diagnostic pop
 #endif
+/// 1 when the kernels can call a BLAS (built with SHARDWISE_USE_BLAS), else 0.
 #define SHARDWISE_HAS_BLAS 1
 #else
+/// 0: built without SHARDWISE_USE_BLAS, so the kernels have no BLAS.
 #define SHARDWISE_HAS_BLAS 0
 #endif
 
 // Whether the kernels compile Eigen's GEMM kernel too: always without a BLAS; with one, only
 // when asked (see the top of this file).
 #if !defined(SHARDWISE_EIGEN_GEMM)
+/// Nonzero when the kernels compile Eigen's GEMM kernel: by default only without a BLAS;
+/// SHARDWISE_EIGEN_GEMM=1 with a BLAS compiles both.
 #define SHARDWISE_EIGEN_GEMM (!SHARDWISE_HAS_BLAS)
 #endif
 #if !SHARDWISE_HAS_BLAS && !SHARDWISE_EIGEN_GEMM

@@ -167,10 +167,10 @@ template <typename Scalar>
 /// Parameters (or their gradients) of a FeedForward: this rank's shards of W1, b1, W2, b2.
 template <typename W1, typename B1, typename W2, typename B2>
 struct FfnParameters {
-  W1 w1;
-  B1 b1;
-  W2 w2;
-  B2 b2;
+  W1 w1;  ///< W1[m, h].
+  B1 b1;  ///< b1[h], as a 1 x h matrix.
+  W2 w2;  ///< W2[h, m].
+  B2 b2;  ///< b2[m], as a 1 x m matrix.
 };
 
 /// A FeedForward layer over mesh M; the policy follows from the shardings (feed_forward_plan).
@@ -178,22 +178,34 @@ template <typename Scalar, MeshType M, TensorShardingType ShX, TensorShardingTyp
           TensorShardingType ShY = ShX>
 class FeedForward {
  public:
+  /// Everything the compiler decides about this layer: policy, schedules, cost model.
   using plan = feed_forward_plan<M, ShX, ShW1, ShW2, ShY>;
   /// ffn_policy::Unsharded, GSPMD, MegatronTP or MegatronSP.
   using policy = typename plan::policy;
-  using scalar_type = Scalar;
-  using mesh_type = M;
+  using scalar_type = Scalar;  ///< The element type: float or double.
+  using mesh_type = M;         ///< The mesh the layer runs on.
+  /// The activations X (input) and Y (output).
+  ///@{
   using input_type = ShardedActivation<Scalar, M, ShX>;
   using output_type = ShardedActivation<Scalar, M, ShY>;
+  ///@}
 
  private:
   static constexpr const detail::ffn_plan_data& data = plan::data;
 
  public:
+  /// The weights W1[m, h] and W2[h, m], each stored with the dimension its forward gathers
+  /// outer (so the AllGather moves contiguous blocks), else in the default order.
+  ///@{
   using w1_type = ShardedMatrix<Scalar, M, ShW1, detail::ffn_weight_order<ShW1>(data.hidden)>;
   using w2_type = ShardedMatrix<Scalar, M, ShW2, detail::ffn_weight_order<ShW2>(data.output)>;
+  ///@}
+  /// The biases b1[h] and b2[m], as 1 x n matrices sharded as the plan says.
+  ///@{
   using b1_type = ShardedMatrix<Scalar, M, typename plan::b1_sharding>;
   using b2_type = ShardedMatrix<Scalar, M, typename plan::b2_sharding>;
+  ///@}
+  /// The four of them: weights() and gradients().
   using parameters_type = FfnParameters<w1_type, b1_type, w2_type, b2_type>;
 
  private:
@@ -366,11 +378,15 @@ class FeedForward {
   }
 
   /// This rank's shards of W1, b1, W2, b2.
+  ///@{
   [[nodiscard]] parameters_type& weights() noexcept { return weights_; }
   [[nodiscard]] const parameters_type& weights() const noexcept { return weights_; }
+  ///@}
   /// Their gradients, summed over every backward() since the last zero_grad().
+  ///@{
   [[nodiscard]] parameters_type& gradients() noexcept { return gradients_; }
   [[nodiscard]] const parameters_type& gradients() const noexcept { return gradients_; }
+  ///@}
 
   /// Sets the gradients to zero.
   void zero_grad() {
@@ -387,8 +403,10 @@ class FeedForward {
   }
 
   /// m (the width of X and Y) and h (of the hidden layer).
+  ///@{
   [[nodiscard]] std::int64_t model_width() const noexcept { return m_; }
   [[nodiscard]] std::int64_t hidden_width() const noexcept { return h_; }
+  ///@}
   /// The group mesh the layer communicates over.
   [[nodiscard]] const ProcessGroupMesh<M>& groups() const noexcept { return groups_; }
   /// The plan's description: policy and both schedules.

@@ -63,24 +63,39 @@ namespace shardwise {
 /// The four FeedForward sharding policies (see the table at the top of this file).
 namespace ffn_policy {
 /// Every tensor whole on every rank: local math only.
-struct Unsharded { static constexpr std::string_view name = "Unsharded"; };
+struct Unsharded { static constexpr std::string_view name = "Unsharded"; /**< As describe() prints it. */ };
 /// GSPMD-style on a 2-D mesh: X=[a,-,b], W1=[a,b], W2=[b,a], Y=[a,-,b].
-struct GSPMD { static constexpr std::string_view name = "GSPMD"; };
+struct GSPMD { static constexpr std::string_view name = "GSPMD"; /**< As describe() prints it. */ };
 /// Megatron tensor parallel: W1 split by columns, W2 by rows; one AllReduce each way.
-struct MegatronTP { static constexpr std::string_view name = "MegatronTP"; };
+struct MegatronTP { static constexpr std::string_view name = "MegatronTP"; /**< As describe() prints it. */ };
 /// Megatron sequence parallel: X and Y split along s; AllGather in, ReduceScatter out.
-struct MegatronSP { static constexpr std::string_view name = "MegatronSP"; };
+struct MegatronSP { static constexpr std::string_view name = "MegatronSP"; /**< As describe() prints it. */ };
 }  // namespace ffn_policy
 
 /// Global shape of one FeedForward: X[b, s, m] -> H[b, s, h] -> Y[b, s, m].
 struct FfnShape {
+  /// Batch, sequence, model and hidden extents.
+  ///@{
   std::int64_t b = 0, s = 0, m = 0, h = 0;
+  ///@}
+  /// Equal extents.
   friend constexpr bool operator==(const FfnShape&, const FfnShape&) = default;
 };
 
 /// The tensors a FeedForward schedule communicates. X, Y, dY, dX are activations
 /// (dimensions b, s, m); W1, dW1 are [m, h]; W2, dW2 are [h, m]; db1 is [h]; db2 is [m].
-enum class FfnTensor : unsigned char { X, W1, W2, Y, dY, db2, dW2, db1, dW1, dX };
+enum class FfnTensor : unsigned char {
+  X,    ///< The input activation.
+  W1,   ///< The first weight.
+  W2,   ///< The second weight.
+  Y,    ///< The output activation.
+  dY,   ///< The gradient of the output.
+  db2,  ///< The gradient of the second bias.
+  dW2,  ///< The gradient of W2.
+  db1,  ///< The gradient of the first bias.
+  dW1,  ///< The gradient of W1.
+  dX    ///< The gradient of the input.
+};
 
 /// The collectives a FeedForward uses: the kinds of the one step vocabulary.
 using FfnCollective = StepKind;
@@ -88,10 +103,11 @@ using FfnCollective = StepKind;
 /// One collective of a FeedForward pass, named in the layer's terms: `kind` on `tensor` along
 /// its dimension `dim` (-1 for an AllReduce) over the mesh axes `axes` (major first).
 struct FfnStep {
-  StepKind kind{};
-  FfnTensor tensor{};
-  int dim = -1;
-  detail::axis_list axes{};
+  StepKind kind{};           ///< The collective.
+  FfnTensor tensor{};        ///< The tensor it moves.
+  int dim = -1;              ///< The dimension gathered or scattered; -1 for an AllReduce.
+  detail::axis_list axes{};  ///< Mesh axis indices of its group, major first.
+  /// Same collective on the same tensor, dimension and axes.
   friend constexpr bool operator==(const FfnStep&, const FfnStep&) = default;
 };
 
@@ -370,17 +386,24 @@ struct feed_forward_plan {
  public:
   /// ffn_policy::Unsharded, GSPMD, MegatronTP or MegatronSP.
   using policy = typename detail::ffn_policy_type<data.kind>::type;
+  /// The shardings of X, Y, W1 and W2, as given.
+  ///@{
   using x_sharding = ShX;
   using y_sharding = ShY;
   using w1_sharding = ShW1;
   using w2_sharding = ShW2;
+  ///@}
   /// b1[h] is split like W1's columns and b2[m] like Y's model dimension; as 1 x n matrices.
+  ///@{
   using b1_sharding = TensorSharding<Replicated, typename detail::dim_or_replicated<names_valid, ShW1, 1>::type>;
   using b2_sharding = TensorSharding<Replicated, typename detail::dim_or_replicated<names_valid, ShY, 2>::type>;
+  ///@}
 
   /// The collectives of the forward and of the backward pass, in the order they run.
+  ///@{
   static constexpr FfnSchedule forward_schedule = data.forward;
   static constexpr FfnSchedule backward_schedule = data.backward;
+  ///@}
 
   /// Whether `schedule` has a step of kind `kind` on `tensor`.
   static constexpr bool has(const FfnSchedule& schedule, FfnTensor tensor, StepKind kind) {

@@ -87,9 +87,9 @@ class ShardedActivation {
   static_assert(detail::checked_activation_sharding<M, Sh>::value);
 
  public:
-  using scalar_type = Scalar;
-  using mesh_type = M;
-  using sharding = Sh;
+  using scalar_type = Scalar;  ///< The element type: float or double.
+  using mesh_type = M;         ///< The mesh it is distributed over.
+  using sharding = Sh;         ///< How b, s and m are split (a TensorSharding of rank 3, not Partial).
   /// Column-major when m is split, row-major otherwise (see the top of this file).
   static constexpr int storage_order = Sh::dim_axes[2].empty() ? Eigen::RowMajor : Eigen::ColMajor;
   /// This rank's block: local tokens (sequence-major) x local m.
@@ -175,11 +175,15 @@ class ShardedActivation {
     return global;
   }
 
-  /// Global extents.
+  /// Global extents: b, s and m.
+  ///@{
   [[nodiscard]] std::int64_t batch() const noexcept { return b_; }
   [[nodiscard]] std::int64_t seq() const noexcept { return s_; }
   [[nodiscard]] std::int64_t model() const noexcept { return m_; }
-  /// This rank's extents and offsets along b, s and m.
+  ///@}
+  /// This rank's extents and offsets along b, s and m; local_tokens() is local_batch() *
+  /// local_seq(), the rows of local().
+  ///@{
   [[nodiscard]] std::int64_t local_batch() const { return geometry_of(groups_.coordinate()).b; }
   [[nodiscard]] std::int64_t local_seq() const { return geometry_of(groups_.coordinate()).s; }
   [[nodiscard]] std::int64_t local_m() const { return geometry_of(groups_.coordinate()).m; }
@@ -187,15 +191,21 @@ class ShardedActivation {
   [[nodiscard]] std::int64_t batch_offset() const { return geometry_of(groups_.coordinate()).b0; }
   [[nodiscard]] std::int64_t seq_offset() const { return geometry_of(groups_.coordinate()).s0; }
   [[nodiscard]] std::int64_t m_offset() const { return geometry_of(groups_.coordinate()).m0; }
+  ///@}
 
   /// This rank's block, as a map over contiguous storage.
+  ///@{
   [[nodiscard]] Eigen::Map<local_matrix> local() { return {block_.data(), block_.rows(), block_.cols()}; }
   [[nodiscard]] Eigen::Map<const local_matrix> local() const { return {block_.data(), block_.rows(), block_.cols()}; }
+  ///@}
 
+  /// The groups it lives on (a handle that shares them).
   [[nodiscard]] const ProcessGroupMesh<M>& groups() const noexcept { return groups_; }
 
   /// Gives the activation a new global shape, keeping the storage when the block size is unchanged.
   void reshape(std::int64_t b, std::int64_t s, std::int64_t m) {
+    if (b < 0 || s < 0 || m < 0)
+      detail::fail({"shardwise::ShardedActivation::reshape: the shape [", b, ", ", s, ", ", m, "] has a negative extent"});
     b_ = b, s_ = s, m_ = m;
     block_.resize(local_tokens(), local_m());
   }

@@ -439,7 +439,8 @@ struct einsum_plan {
   using output_sharding = typename analysis::output;
   /// One of policy::Unsharded, Batched, MatchedInner, UnmatchedInner, Outer, Full.
   using policy = typename detail::policy_type<detail::classify(indices, analysis::kernel_a, analysis::kernel_b)>::type;
-  using variant_type = Variant;
+  using variant_type = Variant;  ///< The variant, as given.
+  /// Panel width of a SUMMA or 2.5D variant (0 for the others).
   static constexpr int summa_panel_width = analysis::panel_width;
   /// The steps the kernel runs, in order.
   static constexpr Schedule schedule = analysis::data.steps;

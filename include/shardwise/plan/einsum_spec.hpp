@@ -27,15 +27,17 @@ namespace shardwise {
 
 /// One index letter and its extent, for IndexExtents.
 struct IndexExtent {
-  char index = 0;
-  std::int64_t extent = 0;
+  char index = 0;           ///< The letter, a-z or A-Z.
+  std::int64_t extent = 0;  ///< Its global extent.
 };
 
 /// The extents of an einsum's index letters: IndexExtents{{'b', 8}, {'s', 512}, {'m', 1024}}.
 /// The cost models of einsum plans take one (the tensors' extents follow from it).
 class IndexExtents {
  public:
+  /// No extent set: every letter has extent 0.
   constexpr IndexExtents() = default;
+  /// The listed letters with their extents (a letter listed twice keeps the last).
   constexpr IndexExtents(std::initializer_list<IndexExtent> list) {
     for (const IndexExtent& e : list) set(e.index, e.extent);
   }

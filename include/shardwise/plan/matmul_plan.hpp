@@ -27,7 +27,11 @@ namespace shardwise {
 
 /// Global matmul shape: C[m,n] = A[m,k] * B[k,n].
 struct MatmulShape {
+  /// Rows of A and C, the contracted extent, columns of B and C.
+  ///@{
   std::int64_t m = 0, k = 0, n = 0;
+  ///@}
+  /// Equal extents.
   friend constexpr bool operator==(const MatmulShape&, const MatmulShape&) = default;
 };
 
@@ -36,8 +40,8 @@ namespace detail {
 /// Global extents of A, B and C.
 constexpr operand_extents matmul_extents(const MatmulShape& s) { return {{{s.m, s.k}, {s.k, s.n}, {s.m, s.n}}}; }
 
-// Every way a matmul can fail to plan, with its message: the static_asserts of matmul_plan and
-// matmul_error_v both read this one list.
+/// Every way a matmul can fail to plan, with its message: the static_asserts of matmul_plan and
+/// matmul_error_v both read this one list.
 #define SHARDWISE_MATMUL_ERRORS(X)                                                                                   \
   X(input_partial, "shardwise::matmul: an input is Partial (a pending sum); call reduce() on it first")              \
   X(same_axis_splits_m_and_n,                                                                                        \
@@ -172,7 +176,8 @@ struct matmul_plan {
   /// One of policy::Unsharded, MatchedInner, UnmatchedInner, Outer, Full.
   using policy =
       typename detail::policy_type<detail::classify(detail::matmul_indices, analysis::kernel_a, analysis::kernel_b)>::type;
-  using variant_type = Variant;
+  using variant_type = Variant;  ///< The variant, as given.
+  /// Panel width of a SUMMA or 2.5D variant (0 for the others).
   static constexpr int summa_panel_width = analysis::panel_width;
   /// The steps the kernel runs, in order.
   static constexpr Schedule schedule = analysis::data.steps;

@@ -27,8 +27,8 @@ namespace shardwise {
 template <MatmulShape Shape, std::int64_t Bytes>
 struct MemoryBudget {
   static_assert(Bytes > 0, "shardwise::MemoryBudget: the budget must be a positive number of bytes");
-  static constexpr MatmulShape shape = Shape;
-  static constexpr std::int64_t bytes = Bytes;
+  static constexpr MatmulShape shape = Shape;   ///< The global shape of the matmul.
+  static constexpr std::int64_t bytes = Bytes;  ///< What one rank may hold during it.
 };
 
 /// The budget as a call argument: matmul(a, b, variant, sw::memory_budget<shape, bytes>).

@@ -26,34 +26,34 @@ namespace shardwise {
 /// The policy families (see the top of this file).
 namespace policy {
 /// am = ak = bk = bn = none: every rank multiplies whole operands.
-struct Unsharded { static constexpr std::string_view name = "Unsharded"; };
+struct Unsharded { static constexpr std::string_view name = "Unsharded"; /**< As describe() prints it. */ };
 /// Only batch indices are split (an einsum's "b" in "bmk,bkn->bmn"): a local batched GEMM on
 /// each rank's batch block, after gathers where A and B split a batch index differently.
-struct Batched { static constexpr std::string_view name = "Batched"; };
+struct Batched { static constexpr std::string_view name = "Batched"; /**< As describe() prints it. */ };
 /// ak = bk (not none), am = bn = none: local GEMM gives a partial C, then AllReduce over ak.
-struct MatchedInner { static constexpr std::string_view name = "MatchedInner"; };
+struct MatchedInner { static constexpr std::string_view name = "MatchedInner"; /**< As describe() prints it. */ };
 /// ak != bk, am = bn = none: AllGather A and B along k, then a local GEMM.
-struct UnmatchedInner { static constexpr std::string_view name = "UnmatchedInner"; };
+struct UnmatchedInner { static constexpr std::string_view name = "UnmatchedInner"; /**< As describe() prints it. */ };
 /// Exactly one of am, bn split: C keeps that split.
-struct Outer { static constexpr std::string_view name = "Outer"; };
+struct Outer { static constexpr std::string_view name = "Outer"; /**< As describe() prints it. */ };
 /// Both am and bn split: C = [am, bn].
-struct Full { static constexpr std::string_view name = "Full"; };
+struct Full { static constexpr std::string_view name = "Full"; /**< As describe() prints it. */ };
 }  // namespace policy
 
 /// How a schedule is executed. The bytes moved are the same for standard and ring.
 namespace variant {
 /// Collectives, then the GEMM (or the GEMM, then collectives).
-struct Standard { static constexpr std::string_view name = "standard"; };
+struct Standard { static constexpr std::string_view name = "standard"; /**< For output and messages. */ };
 /// The one AllGather along k (or the one ReduceScatter) runs as a ring of nonblocking
 /// messages, each block multiplied while the next is in flight.
-struct Ring { static constexpr std::string_view name = "ring"; };
+struct Ring { static constexpr std::string_view name = "ring"; /**< For output and messages. */ };
 /// SUMMA for A = [X, Y], B = [X, Y]: panels of at most PanelWidth columns of A are
 /// broadcast over Y and rows of B over X, one GEMM per panel; no operand is gathered whole.
 template <int PanelWidth = 256>
 struct Summa {
   static_assert(PanelWidth >= 1, "shardwise::variant::Summa: the panel width must be at least 1");
-  static constexpr std::string_view name = "summa";
-  static constexpr int panel_width = PanelWidth;
+  static constexpr std::string_view name = "summa";  ///< For output and messages.
+  static constexpr int panel_width = PanelWidth;     ///< Most columns of A (rows of B) in one panel.
 };
 /// 2.5D matmul (Solomonik and Demmel, 2011) on the layer axes Layers: A = [X, Y] and B = [X, Y]
 /// as for SUMMA, replicated over the layers (the types say so: no layer axis splits them). The
@@ -63,10 +63,10 @@ struct Summa {
 /// falls as 1/sqrt(c) against 2-D SUMMA on the same ranks, for c times the memory.
 template <int PanelWidth, fixed_string... Layers>
 struct Summa25DPanels {
-  static_assert(PanelWidth >= 1, "shardwise::variant::Summa25D: the panel width must be at least 1");
-  static_assert(sizeof...(Layers) > 0, "shardwise::variant::Summa25D: name the layer axes, e.g. summa_25d<\"z\">");
-  static constexpr std::string_view name = "summa_25d";
-  static constexpr int panel_width = PanelWidth;
+  static_assert(PanelWidth >= 1, "shardwise::variant::Summa25DPanels: the panel width must be at least 1");
+  static_assert(sizeof...(Layers) > 0, "shardwise::variant::Summa25D: name the layer axes, e.g. sw::summa_25d<\"z\">");
+  static constexpr std::string_view name = "summa_25d";  ///< For output and messages.
+  static constexpr int panel_width = PanelWidth;         ///< Most columns of A (rows of B) in one panel.
 };
 /// 2.5D with panels of 256.
 template <fixed_string... Layers>
@@ -77,7 +77,7 @@ using Summa25D = Summa25DPanels<256, Layers...>;
 /// 3-D algorithm. The sharding planner (plan/sharding_planner.hpp) answers in this form.
 template <typename KernelA, typename KernelB, typename Inner = Standard>
 struct Via {
-  static constexpr std::string_view name = Inner::name;
+  static constexpr std::string_view name = Inner::name;  ///< The inner variant's name.
 };
 }  // namespace variant
 

@@ -52,17 +52,23 @@ namespace shardwise {
 /// A matmul for the planner: C[m, n] = A[m, k] B[k, n] of `shape`, scalars of `scalar_bytes`,
 /// at most `budget_bytes` held per rank (the footprint model: blocks, gathered copies, buffers).
 struct MatmulProblem {
-  MatmulShape shape{};
-  std::int64_t scalar_bytes = 8;
-  std::int64_t budget_bytes = std::numeric_limits<std::int64_t>::max();
+  MatmulShape shape{};            ///< Global extents m, k, n.
+  std::int64_t scalar_bytes = 8;  ///< Bytes per element (8: double).
+  std::int64_t budget_bytes = std::numeric_limits<std::int64_t>::max();  ///< Per rank; no limit by default.
 };
 
 /// The planner's answer (see the top of this file); `found` is false when no plan fits.
 struct MatmulChoice {
-  bool found = false;
-  detail::tensor_axes a{}, b{}, c{};           ///< A, B and C as stored: each element on one rank
-  detail::tensor_axes kernel_a{}, kernel_b{};  ///< what the product runs on, after AllGathers of minor axes
-  detail::VariantKind variant = detail::VariantKind::standard;
+  bool found = false;  ///< Whether a plan fits the budget; the other members are meaningful only then.
+  /// A, B and C as stored: each element on one rank.
+  ///@{
+  detail::tensor_axes a{}, b{}, c{};
+  ///@}
+  /// What the product runs on, after AllGathers of minor axes.
+  ///@{
+  detail::tensor_axes kernel_a{}, kernel_b{};
+  ///@}
+  detail::VariantKind variant = detail::VariantKind::standard;  ///< How the product runs.
   detail::axis_list layers{};                  ///< 2.5D's layer axes
   int panel_width = 0;                         ///< SUMMA's and 2.5D's panel width
   Traffic traffic{};                           ///< sent by the busiest rank
@@ -274,13 +280,21 @@ struct planned_inner_variant<M, C, VariantKind::summa_25d> {
 template <MeshType M, const MatmulChoice& Choice>
 struct planned_matmul {
   static_assert(Choice.found, "shardwise::planned_matmul: the planner found no plan that fits the budget");
+  /// The choice's shardings as values: A, B and C as stored, A and B as the product runs on them.
+  ///@{
   static constexpr detail::tensor_axes a_axes = Choice.a, b_axes = Choice.b, c_axes = Choice.c;
   static constexpr detail::tensor_axes kernel_a_axes = Choice.kernel_a, kernel_b_axes = Choice.kernel_b;
+  ///@}
+  /// The TensorShardings to store A, B and C in.
+  ///@{
   using a_sharding = sharding_of_t<M, a_axes>;
   using b_sharding = sharding_of_t<M, b_axes>;
   using c_sharding = sharding_of_t<M, c_axes>;
+  ///@}
+  /// The variant to pass to matmul: variant::Via the kernel layouts, with the chosen inner variant.
   using variant = variant::Via<sharding_of_t<M, kernel_a_axes>, sharding_of_t<M, kernel_b_axes>,
                                typename detail::planned_inner_variant<M, Choice>::type>;
+  /// The matmul_plan of that call.
   using plan = matmul_plan<M, a_sharding, b_sharding, c_sharding, variant>;
 };
 
@@ -289,17 +303,17 @@ struct planned_matmul {
 /// One hop of a reshard path: the placement it reaches and its step (a slice, which only
 /// keeps a smaller block and sends nothing, has kind all_gather with `slice` set).
 struct ReshardHop {
-  detail::tensor_axes placement{};
-  Step step{};
-  bool slice = false;
-  Traffic traffic{};
+  detail::tensor_axes placement{};  ///< The sharding after this hop.
+  Step step{};                      ///< The collective that gets there.
+  bool slice = false;               ///< A slice: the block shrinks locally, nothing is sent.
+  Traffic traffic{};                ///< What the busiest rank sends in this hop.
 };
 
 /// The cheapest path between two placements: its hops, and their total for the busiest rank.
 struct ReshardPath {
-  bool found = false;
-  detail::static_vector<ReshardHop, 12> hops{};
-  Traffic traffic{};
+  bool found = false;                             ///< Whether `to` is reachable; if not, the path is empty.
+  detail::static_vector<ReshardHop, 12> hops{};  ///< The hops, in order.
+  Traffic traffic{};                              ///< Their total for the busiest rank.
 };
 
 namespace detail {

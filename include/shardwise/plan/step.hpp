@@ -36,7 +36,11 @@ enum class StepKind : unsigned char {
 
 /// The operands of one operation: the inputs A and B of a contraction and its result C (C is
 /// also the one tensor a reshard works on).
-enum class Operand : unsigned char { A, B, C };
+enum class Operand : unsigned char {
+  A,  ///< The first input.
+  B,  ///< The second input.
+  C   ///< The result (of a reshard: its one tensor).
+};
 
 /// One step. `dim` is a dimension of `operand` (for a matmul, A[m, k]: 1 is k; B[k, n]: 0 is
 /// k; C[m, n]: 0 is m). `axes` are the mesh axes (indices, major first) the step works over;
@@ -44,12 +48,13 @@ enum class Operand : unsigned char { A, B, C };
 /// 2.5D SUMMA runs on layers: the ranks along `layers` (over which A and B are replicated)
 /// each take a contiguous 1/c of k, so C leaves the step with a pending sum over them.
 struct Step {
-  StepKind kind{};
-  Operand operand = Operand::C;
-  int dim = -1;
-  detail::axis_list axes{};
-  detail::axis_list b_axes{};
-  detail::axis_list layers{};
+  StepKind kind{};               ///< What the step does.
+  Operand operand = Operand::C;  ///< The operand it works on.
+  int dim = -1;                  ///< The dimension of `operand` it works along; -1 for none.
+  detail::axis_list axes{};      ///< The mesh axes it works over (SUMMA: A's), major first.
+  detail::axis_list b_axes{};    ///< SUMMA: the mesh axes B's panels move over.
+  detail::axis_list layers{};    ///< 2.5D SUMMA: the layer axes, each taking its share of k.
+  /// Same kind, operand, dimension and axes.
   friend constexpr bool operator==(const Step&, const Step&) = default;
 };
 
