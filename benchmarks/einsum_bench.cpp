@@ -47,7 +47,7 @@ Tensor<N> random_tensor(const std::array<Eigen::Index, N>& dims) {
 }
 
 void set_gflops(benchmark::State& state, double flops) {
-  state.counters["GFLOP/s"] =
+  state.counters["GFLOPs"] =
       benchmark::Counter(flops * static_cast<double>(state.iterations()) * 1e-9, benchmark::Counter::kIsRate);
 }
 

@@ -278,20 +278,21 @@ void hand_outer(benchmark::State& state, sw::MatmulShape s, sw::GemmBackend be, 
 }
 
 /// SUMMA on a P x 1 grid (the grid a 1-D run has): A panels stay home (a row of one rank),
-/// B panels are broadcast down the column from their owner, packed row-major.
+/// B panels are broadcast down the column from their owner, packed in B's own (column-major)
+/// order: the rows of a column-major block are not contiguous, a transpose is not needed.
 void hand_summa(benchmark::State& state, sw::MatmulShape s, sw::GemmBackend be, long panel) {
   const Blocks q;
   const long mb = s.m / q.p, kb = s.k / q.p;
   const PeakMemory memory;
   ColMatrix a = ColMatrix::Random(mb, s.k), b = ColMatrix::Random(kb, s.n), c(mb, s.n);
-  RowMatrix b_panel(panel, s.n);
+  ColMatrix b_panel(panel, s.n);
   sw::bench::time_collective(state, MPI_COMM_WORLD, [&] {
     for (long begin = 0; begin < s.k; begin += panel) {
       const long width = std::min(panel, std::min(s.k, (begin / kb + 1) * kb) - begin), owner = begin / kb;
-      if (owner == q.r) Eigen::Map<RowMatrix>(b_panel.data(), width, s.n) = b.middleRows(begin - owner * kb, width);
+      if (owner == q.r) Eigen::Map<ColMatrix>(b_panel.data(), width, s.n) = b.middleRows(begin - owner * kb, width);
       MPI_Bcast(b_panel.data(), static_cast<int>(width * s.n), MPI_DOUBLE, static_cast<int>(owner), MPI_COMM_WORLD);
-      hand_gemm<Eigen::ColMajor, Eigen::RowMajor, Eigen::ColMajor>(be, c.data(), mb, s.n, width, a.data() + begin * mb, mb,
-                                                                   b_panel.data(), s.n, begin > 0);
+      hand_gemm<Eigen::ColMajor, Eigen::ColMajor, Eigen::ColMajor>(be, c.data(), mb, s.n, width, a.data() + begin * mb, mb,
+                                                                   b_panel.data(), width, begin > 0);
     }
   });
   set_counters(state, s, 0, true, memory.growth_mib(), -1);
