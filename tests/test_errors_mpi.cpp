@@ -23,6 +23,7 @@
 #include "shardwise/nn/feed_forward.hpp"
 #include "shardwise/reshard.hpp"
 #include "shardwise/sharded_matrix.hpp"
+#include "shardwise/tensor.hpp"
 
 namespace {
 
@@ -279,6 +280,62 @@ TEST(OneRankDiffers, PipelineRows) {
       "shardwise::PipelineEngine::run: the batch's rows differ across ranks");
 }
 
+// ---- N-D tensors and einsum: the same guarantees ---------------------------------------------
+
+using Tensor3 = sw::ShardedTensor<double, Line, sw::TensorSharding<sw::Split<"p">, sw::Replicated, sw::Replicated>>;
+using Tensor2 = sw::ShardedTensor<double, Line, sw::TensorSharding<sw::Replicated, sw::Replicated>>;
+using Whole3 = sw::TensorSharding<sw::Replicated, sw::Replicated, sw::Replicated>;
+
+TEST(OneRankDiffers, EinsumOperands) {
+  sw::ProcessGroupMesh<Line> groups(MPI_COMM_WORLD, Line{world_size()});
+  const Tensor3 x(groups, {rows_off_on_rank_one(), 3, 4});
+  const Tensor2 w(groups, {4, 5});
+  expect_same_error_on_every_rank<std::invalid_argument>(
+      MPI_COMM_WORLD, [&] { (void)sw::einsum<"bsm,mh->bsh">(x, w); },
+      "shardwise::einsum: the extents of A and B differ across ranks");
+}
+
+TEST(EinsumErrors, ContractedExtentsDisagree) {
+  sw::ProcessGroupMesh<Line> groups(MPI_COMM_WORLD, Line{world_size()});
+  const Tensor3 x(groups, {9, 3, 4});
+  const Tensor2 w(groups, {5, 6});
+  expect_same_error_on_every_rank<std::invalid_argument>(
+      MPI_COMM_WORLD, [&] { (void)sw::einsum<"bsm,mh->bsh">(x, w); },
+      "shardwise::einsum: index m has extent 4 in A [9, 3, 4] but 5 in B [5, 6]");
+}
+
+TEST(OneRankDiffers, TensorToGlobalAndReshard) {
+  sw::ProcessGroupMesh<Line> groups(MPI_COMM_WORLD, Line{world_size()});
+  const Tensor3 x(groups, {rows_off_on_rank_one(), 3, 4});
+  expect_same_error_on_every_rank<std::invalid_argument>(
+      MPI_COMM_WORLD, [&] { (void)x.to_global(); },
+      "shardwise::ShardedTensor::to_global: the global extents differ across ranks");
+  expect_same_error_on_every_rank<std::invalid_argument>(
+      MPI_COMM_WORLD, [&] { (void)sw::reshard<Whole3>(x); }, "shardwise::reshard: the global extents differ across ranks");
+}
+
+TEST(OneRankDiffers, TensorDistribute) {
+  sw::ProcessGroupMesh<Line> groups(MPI_COMM_WORLD, Line{world_size()});
+  Tensor3::global_tensor global(rows_off_on_rank_one(), 3, 4);
+  global.setZero();
+  expect_same_error_on_every_rank<std::invalid_argument>(
+      MPI_COMM_WORLD, [&] { (void)Tensor3::distribute(groups, global); },
+      "shardwise::ShardedTensor::distribute: the extents of the global tensors differ across ranks");
+}
+
+TEST(OneRankDiffers, TensorFromLocalWithAWrongBlock) {
+  const int p = world_size();
+  sw::ProcessGroupMesh<Line> groups(MPI_COMM_WORLD, Line{p});
+  const std::int64_t mine = sw::detail::block_size(12, p, world_rank());
+  const std::int64_t given = world_rank() == 1 ? mine + 1 : mine;
+  Tensor3::local_tensor block(given, 3, 4);
+  block.setZero();
+  expect_same_error_on_every_rank<std::invalid_argument>(
+      MPI_COMM_WORLD, [&] { (void)Tensor3::from_local(groups, {12, 3, 4}, block); },
+      "shardwise::ShardedTensor::from_local: the block is [" + std::to_string(mine + 1) +
+          ", 3, 4] but this rank's block of a [12, 3, 4] tensor is [" + std::to_string(mine) + ", 3, 4] (on rank 1)");
+}
+
 // ---- a matrix or a mesh moved from ----------------------------------------------------------
 
 TEST(MovedFrom, AMatrixPassedToMatmul) {
@@ -289,6 +346,16 @@ TEST(MovedFrom, AMatrixPassedToMatmul) {
   expect_same_error_on_every_rank<std::logic_error>(
       MPI_COMM_WORLD, [&] { (void)sw::matmul(a, b); },  // NOLINT(bugprone-use-after-move): the point
       "shardwise::matmul: A was moved from (it holds no block and no groups)");
+}
+
+TEST(MovedFrom, ATensorPassedToEinsum) {
+  sw::ProcessGroupMesh<Line> groups(MPI_COMM_WORLD, Line{world_size()});
+  Tensor3 x(groups, {9, 3, 4});
+  const Tensor2 w(groups, {4, 5});
+  const auto taken = std::move(x);
+  expect_same_error_on_every_rank<std::logic_error>(
+      MPI_COMM_WORLD, [&] { (void)sw::einsum<"bsm,mh->bsh">(x, w); },  // NOLINT(bugprone-use-after-move): the point
+      "shardwise::einsum: A was moved from (it holds no block and no groups)");
 }
 
 TEST(MovedFrom, MatricesOutliveTheMeshHandedToAContext) {
