@@ -24,6 +24,7 @@ namespace shardwise::detail {
 template <typename Scalar>
 [[gnu::noinline]] void copy_strided(const Scalar* from, std::int64_t row_stride, std::int64_t col_stride, Scalar* to, std::int64_t rows,
                   std::int64_t cols) {
+  if (rows <= 0 || cols <= 0) return;  // an empty block may have no storage at all (null)
   if (col_stride == 1) {
     for (std::int64_t i = 0; i < rows; ++i)
       std::memcpy(to + i * cols, from + i * row_stride, static_cast<std::size_t>(cols) * sizeof(Scalar));
