@@ -25,7 +25,7 @@ LAYERS = [
     ("kernels", ["kernels/*.hpp"]),
     ("operations", ["sharded_matrix.hpp", "sharded_tensor.hpp", "reshard.hpp", "matmul.hpp", "einsum.hpp"]),
     ("nn", ["nn/*.hpp"]),
-    ("umbrella", ["shardwise.hpp", "tensor.hpp"]),
+    ("umbrella", ["shardwise.hpp", "tensor.hpp", "compiled_runtime.hpp"]),
 ]
 
 # Pure compile-time headers: no MPI, no Eigen, however indirectly.

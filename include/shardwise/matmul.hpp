@@ -19,6 +19,7 @@
 #include <type_traits>
 
 #include "shardwise/kernels/executor.hpp"
+#include "shardwise/detail/separate_compilation.hpp"
 #include "shardwise/plan/matmul_plan.hpp"
 #include "shardwise/plan/memory_budget.hpp"
 #include "shardwise/plan/program.hpp"
@@ -44,9 +45,11 @@ struct matmul_operand {
 /// The checks of matmul and matmul_into (c null for matmul): operands not moved from, on one
 /// group mesh, with shapes every rank agrees on (collective over `world`) and that fit
 /// together. Out of line and independent of the operands' types: compiled once.
-[[gnu::noinline]] inline void check_matmul_operands(const char* operation, AnyCommunicator* world,
-                                                    const matmul_operand& a, const matmul_operand& b,
-                                                    const matmul_operand* c) {
+[[gnu::noinline]] SHARDWISE_DECL void check_matmul_operands(const char* operation, AnyCommunicator* world,
+                                                            const matmul_operand& a, const matmul_operand& b,
+                                                            const matmul_operand* c)
+#if SHARDWISE_RUNTIME_DEFINITIONS  // else compiled once: see detail/separate_compilation.hpp
+{
   const char* roles[] = {"A", "B", "C"};
   const matmul_operand* operands[] = {&a, &b, c};
   for (int i = 0; i < (c ? 3 : 2); ++i)
@@ -63,6 +66,9 @@ struct matmul_operand {
   if (c && (c->rows != a.rows || c->cols != b.cols))
     fail({operation, ": C is ", c->rows, " x ", c->cols, " but A * B is ", a.rows, " x ", b.cols});
 }
+#else
+;
+#endif
 
 template <typename X>
 matmul_operand operand_of(const X& x) {

@@ -44,6 +44,7 @@
 #include "shardwise/comm/communicator.hpp"
 #include "shardwise/detail/failure.hpp"
 #include "shardwise/detail/fixed_string.hpp"
+#include "shardwise/detail/separate_compilation.hpp"
 #include "shardwise/layout.hpp"
 #include "shardwise/mesh.hpp"
 
@@ -54,9 +55,11 @@ template <typename>
 inline constexpr bool dependent_false = false;
 
 /// The mesh's size is not the communicator's: the message names both, and the mesh's shape.
-[[noreturn, gnu::cold, gnu::noinline]] inline void throw_mesh_size_mismatch(int communicator_size,
-                                                                           std::span<const std::string_view> names,
-                                                                           std::span<const int> extents) {
+[[noreturn, gnu::cold, gnu::noinline]] SHARDWISE_DECL void throw_mesh_size_mismatch(int communicator_size,
+                                                                                   std::span<const std::string_view> names,
+                                                                                   std::span<const int> extents)
+#if SHARDWISE_RUNTIME_DEFINITIONS  // else compiled once: see detail/separate_compilation.hpp
+{
   std::string shape;
   long long size = 1;
   for (std::size_t i = 0; i < names.size(); ++i) {
@@ -67,27 +70,19 @@ inline constexpr bool dependent_false = false;
   fail({"shardwise::ProcessGroupMesh: the mesh has ", size, " ranks (", shape, ") but the communicator has ",
         communicator_size, "; launch ", size, " ranks or use a mesh whose extents multiply to ", communicator_size});
 }
+#else
+;
+#endif
 
 /// "dp, pp, tp" for error messages.
-inline std::string axis_names(std::span<const std::string_view> names) {
-  std::string text;
-  for (std::size_t i = 0; i < names.size(); ++i) {
-    if (i != 0) text += ", ";
-    text += names[i];
-  }
-  return text;
-}
+SHARDWISE_DECL std::string axis_names(std::span<const std::string_view> names);
 
 /// What a ProcessGroupMesh and everything built on it share: the world communicator, this
 /// rank's place in the mesh, and the groups created so far. Independent of the Mesh type,
 /// so the kernels that ask it for groups are compiled once.
 class group_mesh_state {
  public:
-  group_mesh_state(AnyCommunicator world, const block_geometry& geometry) : geometry_(geometry) {
-    auto group = std::make_unique<Group>(Group{std::vector<int>(static_cast<std::size_t>(world.size())), std::move(world)});
-    std::iota(group->ranks.begin(), group->ranks.end(), 0);
-    groups_.push_back(std::move(group));
-  }
+  SHARDWISE_DECL group_mesh_state(AnyCommunicator world, const block_geometry& geometry);
   group_mesh_state(const group_mesh_state&) = delete;
   group_mesh_state& operator=(const group_mesh_state&) = delete;
 
@@ -99,39 +94,14 @@ class group_mesh_state {
   [[nodiscard]] int member(const axis_list& axes, int index) const { return geometry_.member(axes, index).flat_rank(); }
 
   /// World ranks of the group along `axes`, in group order.
-  [[nodiscard]] std::vector<int> ranks_along(const axis_list& axes) const {
-    std::vector<int> ranks(static_cast<std::size_t>(geometry_.group_size(axes)));
-    for (std::size_t i = 0; i < ranks.size(); ++i) ranks[i] = member(axes, static_cast<int>(i));
-    return ranks;
-  }
+  [[nodiscard]] SHARDWISE_DECL std::vector<int> ranks_along(const axis_list& axes) const;
 
   /// The group along `axes` (valid, distinct mesh axis indices) that holds this rank.
-  AnyCommunicator& group_along(const axis_list& axes) {
-    for (const auto& [known, group] : by_axes_)
-      if (known == axes) return *group;
-    AnyCommunicator& group = group_of(ranks_along(axes));
-    by_axes_.emplace_back(axes, &group);
-    return group;
-  }
+  SHARDWISE_DECL AnyCommunicator& group_along(const axis_list& axes);
 
   /// The group along axis `axis` restricted to `indices` on it, or nullptr when this rank's
   /// index is not listed. Indices must be valid and distinct.
-  AnyCommunicator* group_along_indices(int axis, std::span<const int> indices) {
-    const int mine = geometry_.coordinate[static_cast<std::size_t>(axis)];
-    if (std::find(indices.begin(), indices.end(), mine) == indices.end()) return nullptr;
-    for (const IndexGroup& known : by_indices_)
-      if (known.axis == axis && std::ranges::equal(known.indices, indices)) return known.group;
-    std::vector<int> ranks;
-    ranks.reserve(indices.size());
-    block_geometry other = geometry_;
-    for (int index : indices) {
-      other.coordinate[static_cast<std::size_t>(axis)] = index;
-      ranks.push_back(other.flat_rank());
-    }
-    AnyCommunicator& group = group_of(std::move(ranks));
-    by_indices_.push_back({axis, std::vector<int>(indices.begin(), indices.end()), &group});
-    return &group;
-  }
+  SHARDWISE_DECL AnyCommunicator* group_along_indices(int axis, std::span<const int> indices);
 
  private:
   struct Group {
@@ -146,13 +116,7 @@ class group_mesh_state {
 
   /// The communicator over exactly these world ranks, in this order: cached, or created now
   /// (collectively with the other members). A mesh has few groups: a linear search will do.
-  AnyCommunicator& group_of(std::vector<int> ranks) {
-    for (const auto& known : groups_)
-      if (known->ranks == ranks) return known->comm;
-    AnyCommunicator comm = world().create_group(ranks);
-    groups_.push_back(std::make_unique<Group>(Group{std::move(ranks), std::move(comm)}));
-    return groups_.back()->comm;
-  }
+  SHARDWISE_DECL AnyCommunicator& group_of(std::vector<int> ranks);
 
   block_geometry geometry_;
   std::vector<std::unique_ptr<Group>> groups_;  // [0] is the world; addresses stay put
@@ -386,5 +350,67 @@ class ProcessGroupMesh {
   coordinate_type coordinate_{};
   std::shared_ptr<detail::group_mesh_state> state_;
 };
+
+// ---- definitions (compiled once under SHARDWISE_SEPARATE_COMPILATION) ----------------------
+#if SHARDWISE_RUNTIME_DEFINITIONS
+namespace detail {
+
+SHARDWISE_DECL std::string axis_names(std::span<const std::string_view> names) {
+  std::string text;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (i != 0) text += ", ";
+    text += names[i];
+  }
+  return text;
+}
+
+SHARDWISE_DECL group_mesh_state::group_mesh_state(AnyCommunicator world, const block_geometry& geometry)
+    : geometry_(geometry) {
+  auto group = std::make_unique<Group>(Group{std::vector<int>(static_cast<std::size_t>(world.size())), std::move(world)});
+  std::iota(group->ranks.begin(), group->ranks.end(), 0);
+  groups_.push_back(std::move(group));
+}
+
+SHARDWISE_DECL std::vector<int> group_mesh_state::ranks_along(const axis_list& axes) const {
+  std::vector<int> ranks(static_cast<std::size_t>(geometry_.group_size(axes)));
+  for (std::size_t i = 0; i < ranks.size(); ++i) ranks[i] = member(axes, static_cast<int>(i));
+  return ranks;
+}
+
+SHARDWISE_DECL AnyCommunicator& group_mesh_state::group_along(const axis_list& axes) {
+  for (const auto& [known, group] : by_axes_)
+    if (known == axes) return *group;
+  AnyCommunicator& group = group_of(ranks_along(axes));
+  by_axes_.emplace_back(axes, &group);
+  return group;
+}
+
+SHARDWISE_DECL AnyCommunicator* group_mesh_state::group_along_indices(int axis, std::span<const int> indices) {
+  const int mine = geometry_.coordinate[static_cast<std::size_t>(axis)];
+  if (std::find(indices.begin(), indices.end(), mine) == indices.end()) return nullptr;
+  for (const IndexGroup& known : by_indices_)
+    if (known.axis == axis && std::ranges::equal(known.indices, indices)) return known.group;
+  std::vector<int> ranks;
+  ranks.reserve(indices.size());
+  block_geometry other = geometry_;
+  for (int index : indices) {
+    other.coordinate[static_cast<std::size_t>(axis)] = index;
+    ranks.push_back(other.flat_rank());
+  }
+  AnyCommunicator& group = group_of(std::move(ranks));
+  by_indices_.push_back({axis, std::vector<int>(indices.begin(), indices.end()), &group});
+  return &group;
+}
+
+SHARDWISE_DECL AnyCommunicator& group_mesh_state::group_of(std::vector<int> ranks) {
+  for (const auto& known : groups_)
+    if (known->ranks == ranks) return known->comm;
+  AnyCommunicator comm = world().create_group(ranks);
+  groups_.push_back(std::make_unique<Group>(Group{std::move(ranks), std::move(comm)}));
+  return groups_.back()->comm;
+}
+
+}  // namespace detail
+#endif
 
 }  // namespace shardwise

@@ -19,6 +19,7 @@
 #include "shardwise/comm/operations.hpp"
 #include "shardwise/comm/request.hpp"
 #include "shardwise/comm/types.hpp"
+#include "shardwise/detail/separate_compilation.hpp"
 
 namespace shardwise {
 
@@ -114,5 +115,9 @@ class AnyCommunicator : public detail::CollectiveApi<AnyCommunicator> {
 };
 
 static_assert(Communicator<AnyCommunicator>);
+
+#if SHARDWISE_EXTERN_RUNTIME  // compiled once by shardwise/compiled_runtime.hpp
+extern template class detail::CollectiveApi<AnyCommunicator>;
+#endif
 
 }  // namespace shardwise

@@ -27,6 +27,7 @@
 
 #include "shardwise/comm/any_communicator.hpp"
 #include "shardwise/detail/failure.hpp"
+#include "shardwise/detail/separate_compilation.hpp"
 
 namespace shardwise {
 
@@ -66,19 +67,26 @@ class LocalProblem {
 namespace detail {
 
 /// The message of a failed agreement: the first rank's own problem, or the values that differ.
-[[noreturn, gnu::cold, gnu::noinline]] inline void throw_disagreement(std::string_view operation, std::string_view what,
-                                                                     std::size_t index, std::int64_t low,
-                                                                     std::int64_t high) {
+[[noreturn, gnu::cold, gnu::noinline]] SHARDWISE_DECL void throw_disagreement(std::string_view operation,
+                                                                             std::string_view what, std::size_t index,
+                                                                             std::int64_t low, std::int64_t high)
+#if SHARDWISE_RUNTIME_DEFINITIONS  // else compiled once: see detail/separate_compilation.hpp
+{
   fail({operation, ": ", what, " differ across ranks (every rank must pass the same); value ", index, " ranges from ",
         low, " to ", high});
 }
+#else
+;
+#endif
 
 /// The first rank with a problem (`first`) tells everyone what it is, and every rank throws it:
 /// the same text everywhere. (The communicators move numbers, so the characters travel as ints;
 /// this is the error path.) Collective over `comm`.
-[[noreturn, gnu::cold, gnu::noinline]] inline void throw_first_problem(AnyCommunicator& comm, int first,
-                                                                     const LocalProblem& problem,
-                                                                     std::string_view operation) {
+[[noreturn, gnu::cold, gnu::noinline]] SHARDWISE_DECL void throw_first_problem(AnyCommunicator& comm, int first,
+                                                                              const LocalProblem& problem,
+                                                                              std::string_view operation)
+#if SHARDWISE_RUNTIME_DEFINITIONS  // else compiled once: see detail/separate_compilation.hpp
+{
   std::int64_t length = comm.rank() == first ? static_cast<std::int64_t>(problem.text().size()) : 0;
   comm.broadcast(std::span<std::int64_t>(&length, 1), first);
   std::vector<int> chars(static_cast<std::size_t>(length));
@@ -86,6 +94,9 @@ namespace detail {
   comm.broadcast(std::span<int>(chars), first);
   fail({operation, ": ", std::string(chars.begin(), chars.end()), " (on rank ", first, ")"});
 }
+#else
+;
+#endif
 
 }  // namespace detail
 
@@ -95,8 +106,11 @@ namespace detail {
 /// does. At CheckLevel::local no communication happens and only a rank's own problem is
 /// thrown, on that rank. `operation` names the call ("shardwise::matmul"), `what` the values
 /// ("the shapes of A and B").
-[[gnu::noinline]] inline void agree_on_all_ranks(AnyCommunicator& comm, std::span<const std::int64_t> values, const LocalProblem& problem,
-                               std::string_view operation, std::string_view what) {
+[[gnu::noinline]] SHARDWISE_DECL void agree_on_all_ranks(AnyCommunicator& comm, std::span<const std::int64_t> values,
+                                                       const LocalProblem& problem, std::string_view operation,
+                                                       std::string_view what)
+#if SHARDWISE_RUNTIME_DEFINITIONS  // else compiled once: see detail/separate_compilation.hpp
+{
   if (check_level().load(std::memory_order_relaxed) == CheckLevel::local) {
     if (problem.found()) detail::fail({operation, ": ", problem.text()});
     return;
@@ -118,6 +132,9 @@ namespace detail {
   for (std::size_t i = 0; i < n; ++i)
     if (all[i] != -all[n + i]) detail::throw_disagreement(operation, what, i, -all[n + i], all[i]);
 }
+#else
+;
+#endif
 
 /// The same over a group that `group_of()` gives, looked up (and so perhaps created) only
 /// when the check communicates; without a group (nullptr: a group of one) only a rank's own

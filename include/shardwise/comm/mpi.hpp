@@ -21,22 +21,30 @@
 #include <utility>
 #include <vector>
 
+#include "shardwise/comm/any_communicator.hpp"
 #include "shardwise/comm/collective_api.hpp"
 #include "shardwise/comm/communicator.hpp"
 #include "shardwise/comm/request.hpp"
 #include "shardwise/comm/types.hpp"
 #include "shardwise/detail/failure.hpp"
+#include "shardwise/detail/separate_compilation.hpp"
 
 namespace shardwise {
 
 namespace detail {
 
-[[noreturn, gnu::cold, gnu::noinline]] inline void throw_mpi_error(int code, const char* call) {
+/// Throws the MpiError for a failed call, with MPI's error string.
+[[noreturn, gnu::cold, gnu::noinline]] SHARDWISE_DECL void throw_mpi_error(int code, const char* call)
+#if SHARDWISE_RUNTIME_DEFINITIONS  // else compiled once: see detail/separate_compilation.hpp
+{
   char text[MPI_MAX_ERROR_STRING] = {};
   int length = 0;
   if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) length = 0;
   throw MpiError(call, code, length > 0 ? std::string(text, static_cast<std::size_t>(length)) : "unknown MPI error");
 }
+#else
+;
+#endif
 
 /// The one place MPI return codes are checked.
 inline void mpi_check(int code, const char* call) {
@@ -105,13 +113,7 @@ class MpiCommunicator : public detail::CollectiveApi<MpiCommunicator> {
  public:
   /// Works on a duplicate of `comm` (collective over comm, like MPI_Comm_dup). MPI must be
   /// initialized; `comm` itself is never modified or freed.
-  explicit MpiCommunicator(MPI_Comm comm) {
-    if (!detail::mpi_usable())
-      throw CommError("shardwise::MpiCommunicator: MPI is not initialized (or already finalized); call MPI_Init first");
-    if (comm == MPI_COMM_NULL) throw std::invalid_argument("shardwise::MpiCommunicator: the communicator is MPI_COMM_NULL");
-    detail::mpi_check(MPI_Comm_dup(comm, &comm_), "MPI_Comm_dup");
-    adopt();
-  }
+  SHARDWISE_DECL explicit MpiCommunicator(MPI_Comm comm);
 
   /// Takes over `other`'s communicator; `other` is then empty (MPI_COMM_NULL). Assignment
   /// first frees the communicator this object owns.
@@ -150,18 +152,7 @@ class MpiCommunicator : public detail::CollectiveApi<MpiCommunicator> {
   struct Owned {};
   MpiCommunicator(Owned, MPI_Comm owned) : comm_(owned) { adopt(); }
 
-  void adopt() {
-    try {
-      detail::mpi_check(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
-      detail::mpi_check(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
-      detail::mpi_check(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
-      counts_.resize(static_cast<std::size_t>(size_));
-      displacements_.resize(static_cast<std::size_t>(size_));
-    } catch (...) {
-      release();
-      throw;
-    }
-  }
+  SHARDWISE_DECL void adopt();
 
   void release() noexcept {
     if (comm_ != MPI_COMM_NULL && detail::mpi_usable()) MPI_Comm_free(&comm_);
@@ -319,5 +310,33 @@ struct communicator_adapter<MPI_Comm> {
 };
 
 static_assert(Communicator<MpiCommunicator>);
+
+#if SHARDWISE_EXTERN_RUNTIME
+extern template struct detail::AnyCommModel<MpiCommunicator>;
+#endif
+
+// ---- definitions (compiled once under SHARDWISE_SEPARATE_COMPILATION) ----------------------
+#if SHARDWISE_RUNTIME_DEFINITIONS
+SHARDWISE_DECL MpiCommunicator::MpiCommunicator(MPI_Comm comm) {
+  if (!detail::mpi_usable())
+    throw CommError("shardwise::MpiCommunicator: MPI is not initialized (or already finalized); call MPI_Init first");
+  if (comm == MPI_COMM_NULL) throw std::invalid_argument("shardwise::MpiCommunicator: the communicator is MPI_COMM_NULL");
+  detail::mpi_check(MPI_Comm_dup(comm, &comm_), "MPI_Comm_dup");
+  adopt();
+}
+
+SHARDWISE_DECL void MpiCommunicator::adopt() {
+  try {
+    detail::mpi_check(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+    detail::mpi_check(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
+    detail::mpi_check(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
+    counts_.resize(static_cast<std::size_t>(size_));
+    displacements_.resize(static_cast<std::size_t>(size_));
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+#endif
 
 }  // namespace shardwise

@@ -15,6 +15,8 @@
 #include <string>
 #include <string_view>
 
+#include "shardwise/detail/separate_compilation.hpp"
+
 namespace shardwise::detail {
 
 /// One piece of a message: a text or an integer.
@@ -40,11 +42,16 @@ class message_piece {
 };
 
 /// The pieces joined.
-[[gnu::noinline]] inline std::string message(std::initializer_list<message_piece> pieces) {
+[[gnu::noinline]] SHARDWISE_DECL std::string message(std::initializer_list<message_piece> pieces)
+#if SHARDWISE_RUNTIME_DEFINITIONS  // else compiled once: see detail/separate_compilation.hpp
+{
   std::string text;
   for (const message_piece& p : pieces) p.append_to(text);
   return text;
 }
+#else
+;
+#endif
 
 /// Throws E (std::invalid_argument by default) with the pieces joined as its message.
 template <typename E = std::invalid_argument>

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "shardwise/comm/any_communicator.hpp"
+#include "shardwise/detail/separate_compilation.hpp"
 #include "shardwise/kernels/gemm.hpp"
 #include "shardwise/kernels/permute.hpp"
 #include "shardwise/kernels/workspace.hpp"
@@ -122,7 +123,7 @@ class executor {
     order_ = p.initial_order;
   }
 
-  void run() {
+  [[gnu::noinline]] void run() {
     for (std::size_t i = 0; i < p_.steps.size(); ++i) {
       const Step& s = p_.steps[i];
       const lowered_step& l = p_.lowered[i];
@@ -467,5 +468,19 @@ template <const program& P, typename Scalar>
 void execute(group_mesh_state& groups, const operand_extents& extents, const operation_io<Scalar>& io) {
   executor<Scalar, P.fused>(P, groups, extents, io).run();
 }
+
+/// The instantiations shardwise/compiled_runtime.hpp compiles once (EXTERN empty) and the other
+/// translation units then only declare (EXTERN `extern`) under SHARDWISE_SEPARATE_COMPILATION.
+#define SHARDWISE_EXECUTOR_INSTANTIATIONS(EXTERN, Scalar)                                                     \
+  EXTERN template class executor<Scalar, false>;                                                            \
+  EXTERN template class executor<Scalar, true>;                                                             \
+  EXTERN template void gather_blocks<Scalar>(AnyCommunicator&, const Scalar*, std::span<const std::int64_t>, \
+                                             Scalar*, std::int64_t);                                        \
+  EXTERN template void scatter_blocks<Scalar>(AnyCommunicator&, const Scalar*, std::int64_t,                 \
+                                              std::span<const std::int64_t>, Scalar*);
+#if SHARDWISE_EXTERN_RUNTIME
+SHARDWISE_EXECUTOR_INSTANTIATIONS(extern, float)
+SHARDWISE_EXECUTOR_INSTANTIATIONS(extern, double)
+#endif
 
 }  // namespace shardwise::detail

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "shardwise/detail/separate_compilation.hpp"
 #include "shardwise/layout.hpp"
 
 namespace shardwise::detail {
@@ -116,5 +117,18 @@ void copy_box(const Scalar* from, Scalar* to, const tensor_extents& whole, const
     }
   }
 }
+
+/// The instantiations shardwise/compiled_runtime.hpp compiles once (EXTERN empty) and the other
+/// translation units then only declare (EXTERN `extern`) under SHARDWISE_SEPARATE_COMPILATION.
+#define SHARDWISE_PERMUTE_INSTANTIATIONS(EXTERN, Scalar)                                                       \
+  EXTERN template void copy_strided<Scalar>(const Scalar*, std::int64_t, std::int64_t, Scalar*, std::int64_t, \
+                                            std::int64_t);                                                   \
+  EXTERN template void add_into<Scalar>(Scalar*, const Scalar*, std::int64_t);                                \
+  EXTERN template void permute_copy<Scalar>(const Scalar*, const dim_order&, Scalar*, const dim_order&,        \
+                                            const tensor_extents&);
+#if SHARDWISE_EXTERN_RUNTIME
+SHARDWISE_PERMUTE_INSTANTIATIONS(extern, float)
+SHARDWISE_PERMUTE_INSTANTIATIONS(extern, double)
+#endif
 
 }  // namespace shardwise::detail
