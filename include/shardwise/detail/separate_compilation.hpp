@@ -4,10 +4,11 @@
 // plan-independent run-time code included (the executor, the group cache, the MPI backend's
 // virtual functions, the cross-rank checks, the error messages). That code is the same in every
 // program, and compiling it is most of what a first matmul costs a translation unit (with
-// g++ 12 -O3 about 0.9 s of 2.1 s: benchmarks/compile_time.sh). A program built with SHARDWISE_SEPARATE_COMPILATION defined (for every
-// translation unit) compiles it once instead: in the one source file that includes
-// shardwise/compiled_runtime.hpp. The other translation units see declarations only. This is
-// Asio's ASIO_SEPARATE_COMPILATION; nothing else changes, the plans included.
+// g++ 12 -O3 about 1 s of 2.1 s: benchmarks/compile_time.sh). A program built with
+// SHARDWISE_SEPARATE_COMPILATION defined (for every translation unit) compiles it once instead:
+// in the one source file that includes shardwise/compiled_runtime.hpp. The other translation
+// units see declarations only. This is Asio's ASIO_SEPARATE_COMPILATION; nothing else changes,
+// the plans included.
 //
 // The macros, for the headers:
 //   SHARDWISE_DECL                 on a run-time function that is declared in a header and defined
