@@ -5,6 +5,7 @@
 #   meson_subproject  dependency('shardwise') through subprojects/shardwise.wrap, with this
 #                     source tree standing in for the wrap's download
 #   pkgconfig         meson install into a fresh prefix, then pkg-config --cflags --libs shardwise
+#                     (header-only, and again with SHARDWISE_SEPARATE_COMPILATION)
 #   cmake             meson install into a fresh prefix, moved elsewhere (the package must be
 #                     relocatable), then find_package(shardwise) and shardwise::shardwise
 #   fetchcontent      FetchContent_Declare(shardwise URL file://...) of a tarball of this
@@ -19,7 +20,7 @@
 set -euo pipefail
 
 if (($# < 3)); then
-  sed -n '2,18p' "$0"
+  sed -n '2,19p' "$0"
   exit 2
 fi
 source_root=$(realpath "$1")
@@ -115,6 +116,7 @@ for path in "${paths[@]}"; do
       copy_project pkgconfig
       "$work/project/build.sh"
       run_consumer "$work/project/consumer"
+      run_consumer "$work/project/consumer_separate"
       ;;
     cmake)
       install_shardwise "$work/staged"
