@@ -18,8 +18,8 @@
 #include <string>
 #include <type_traits>
 
-#include "shardwise/kernels/executor.hpp"
 #include "shardwise/detail/separate_compilation.hpp"
+#include "shardwise/kernels/executor.hpp"
 #include "shardwise/plan/matmul_plan.hpp"
 #include "shardwise/plan/memory_budget.hpp"
 #include "shardwise/plan/program.hpp"

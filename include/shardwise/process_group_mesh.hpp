@@ -75,7 +75,19 @@ inline constexpr bool dependent_false = false;
 #endif
 
 /// "dp, pp, tp" for error messages.
-SHARDWISE_DECL std::string axis_names(std::span<const std::string_view> names);
+SHARDWISE_DECL std::string axis_names(std::span<const std::string_view> names)
+#if SHARDWISE_RUNTIME_DEFINITIONS  // else compiled once: see detail/separate_compilation.hpp
+{
+  std::string text;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (i != 0) text += ", ";
+    text += names[i];
+  }
+  return text;
+}
+#else
+;
+#endif
 
 /// What a ProcessGroupMesh and everything built on it share: the world communicator, this
 /// rank's place in the mesh, and the groups created so far. Independent of the Mesh type,
@@ -354,15 +366,6 @@ class ProcessGroupMesh {
 // ---- definitions (compiled once under SHARDWISE_SEPARATE_COMPILATION) ----------------------
 #if SHARDWISE_RUNTIME_DEFINITIONS
 namespace detail {
-
-SHARDWISE_DECL std::string axis_names(std::span<const std::string_view> names) {
-  std::string text;
-  for (std::size_t i = 0; i < names.size(); ++i) {
-    if (i != 0) text += ", ";
-    text += names[i];
-  }
-  return text;
-}
 
 SHARDWISE_DECL group_mesh_state::group_mesh_state(AnyCommunicator world, const block_geometry& geometry)
     : geometry_(geometry) {

@@ -11,9 +11,11 @@
 // the plans included.
 //
 // The macros, for the headers:
-//   SHARDWISE_DECL                 on a run-time function that is declared in a header and defined
-//                                  further down in a SHARDWISE_RUNTIME_DEFINITIONS section: `inline`
-//                                  when header-only, nothing when compiled once
+//   SHARDWISE_DECL                 on a run-time function whose body sits under
+//                                  #if SHARDWISE_RUNTIME_DEFINITIONS (a function's at its declaration,
+//                                  with `;` in the #else; a member function's out of its class, in a
+//                                  section at the end of the header): `inline` when header-only,
+//                                  nothing when compiled once
 //   SHARDWISE_RUNTIME_DEFINITIONS  1 where those definitions are compiled: header-only, or the
 //                                  source file of shardwise/compiled_runtime.hpp
 //   SHARDWISE_EXTERN_RUNTIME       1 where the run-time templates (for float and double) are declared
