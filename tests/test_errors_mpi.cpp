@@ -8,6 +8,7 @@
 #include <Eigen/Core>
 #include <climits>
 #include <cstdint>
+#include <exception>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -23,6 +24,7 @@
 #include "shardwise/nn/feed_forward.hpp"
 #include "shardwise/reshard.hpp"
 #include "shardwise/sharded_matrix.hpp"
+#include "shardwise/plan/sharding_planner.hpp"
 #include "shardwise/tensor.hpp"
 
 namespace {
@@ -404,6 +406,291 @@ TEST(Aliasing, OutputIsAnInput) {
     sw::matmul_into(x, x, w);
     EXPECT_LE(error(x.to_global()), 1e-12);
   }
+}
+
+// ---- messages of a disagreement: the quantity by name, its values and the ranks holding each ----
+
+/// Every rank but rank 1, as the messages list them.
+std::string ranks_but_one() {
+  const int p = world_size();
+  if (p == 2) return "rank 0";
+  if (p == 3) return "ranks 0 and 2";
+  return "ranks 0 and 2\u2013" + std::to_string(p - 1);
+}
+
+TEST(DisagreementMessages, RankListsAndValueNames) {  // no communication
+  using sw::detail::rank_ranges;
+  using sw::detail::value_name;
+  EXPECT_EQ(rank_ranges({3}), "rank 3");
+  EXPECT_EQ(rank_ranges({2, 0, 1}), "ranks 0\u20132");
+  EXPECT_EQ(rank_ranges({0, 2}), "ranks 0 and 2");
+  EXPECT_EQ(rank_ranges({0, 1, 2, 5, 7, 8, 9, 11, 12, 20, 30}), "ranks 0\u20132 and 5 and 7\u20139 and 4 more");
+  EXPECT_EQ(value_name("rows of A|columns of A", 1), "columns of A");
+  EXPECT_EQ(value_name("3*extent # of A|2*extent # of B", 2), "extent 2 of A");
+  EXPECT_EQ(value_name("3*extent # of A|2*extent # of B", 4), "extent 1 of B");
+  EXPECT_EQ(value_name("rows|columns", 3), "value 3");
+  EXPECT_EQ(value_name({}, 0), "value 0");
+}
+
+TEST(DisagreementMessages, MatmulNamesTheDimensionTheValuesAndTheRanks) {
+  sw::ProcessGroupMesh<Line> groups(MPI_COMM_WORLD, Line{world_size()});
+  const sw::ShardedMatrix<double, Line, Cols> a(groups, rows_off_on_rank_one(), 8);
+  const sw::ShardedMatrix<double, Line, Rows> b(groups, 8, 6);
+  expect_same_error_on_every_rank<std::invalid_argument>(
+      MPI_COMM_WORLD, [&] { (void)sw::matmul(a, b); },
+      "shardwise::matmul: the shapes of A and B differ across ranks (every rank must pass the same): rows of A: 9 on " +
+          ranks_but_one() +
+          ", 10 on rank 1 (an array's shape is set where each rank constructs it, with no communication; the first "
+          "collective operation on it compares them)");
+}
+
+TEST(DisagreementMessages, EveryValueThatDiffersIsNamed) {
+  sw::ProcessGroupMesh<Line> groups(MPI_COMM_WORLD, Line{world_size()});
+  const std::int64_t inner = world_rank() == 1 ? 7 : 8;
+  const sw::ShardedMatrix<double, Line, Cols> a(groups, rows_off_on_rank_one(), inner);
+  const sw::ShardedMatrix<double, Line, Rows> b(groups, inner, 6);
+  expect_same_error_on_every_rank<std::invalid_argument>(
+      MPI_COMM_WORLD, [&] { (void)sw::matmul(a, b); },
+      "rows of A: 9 on " + ranks_but_one() + ", 10 on rank 1; columns of A: 8 on " + ranks_but_one() +
+          ", 7 on rank 1; rows of B: 8 on " + ranks_but_one() + ", 7 on rank 1 (");
+}
+
+TEST(DisagreementMessages, DistributeEinsumAndTensorsNameTheirExtents) {
+  sw::ProcessGroupMesh<Line> groups(MPI_COMM_WORLD, Line{world_size()});
+  const Eigen::MatrixXd global = Eigen::MatrixXd::Zero(rows_off_on_rank_one(), 5);
+  expect_same_error_on_every_rank<std::invalid_argument>(
+      MPI_COMM_WORLD, [&] { (void)sw::ShardedMatrix<double, Line, Rows>::distribute(groups, global); },
+      "shardwise::ShardedMatrix::distribute: the shapes of the global matrices differ across ranks (every rank must "
+      "pass the same): rows of the global matrix: 9 on " + ranks_but_one() + ", 10 on rank 1");
+  const Tensor3 x(groups, {4, 3, rows_off_on_rank_one()});
+  const Tensor2 w(groups, {rows_off_on_rank_one(), 5});
+  expect_same_error_on_every_rank<std::invalid_argument>(
+      MPI_COMM_WORLD, [&] { (void)sw::einsum<"bsm,mh->bsh">(x, w); },
+      "shardwise::einsum: the extents of A and B differ across ranks (every rank must pass the same): extent 2 of A: 9 "
+      "on " + ranks_but_one() + ", 10 on rank 1; extent 0 of B: 9 on " + ranks_but_one() + ", 10 on rank 1 (");
+  expect_same_error_on_every_rank<std::invalid_argument>(
+      MPI_COMM_WORLD, [&] { (void)x.to_global(); },
+      "shardwise::ShardedTensor::to_global: the global extents differ across ranks (every rank must pass the same): "
+      "extent 2: 9 on " + ranks_but_one() + ", 10 on rank 1 (an array's shape is set where each rank constructs it");
+}
+
+TEST(DisagreementMessages, FeedForwardNamesTheBatchOfX) {
+  using Layer = sw::FeedForward<double, Line, sw::TensorSharding<sw::Replicated, sw::Replicated, sw::Replicated>,
+                                sw::TensorSharding<sw::Replicated, sw::Split<"p">>,
+                                sw::TensorSharding<sw::Split<"p">, sw::Replicated>>;
+  sw::ProcessGroupMesh<Line> groups(MPI_COMM_WORLD, Line{world_size()});
+  Layer layer(groups, 4, 8);
+  typename Layer::Cache cache;
+  const typename Layer::input_type x(groups, world_rank() == 1 ? 3 : 2, 4, 4);
+  expect_same_error_on_every_rank<std::invalid_argument>(
+      MPI_COMM_WORLD, [&] { (void)layer.forward(x, cache); },
+      "shardwise::FeedForward::forward: the shapes of X and Y differ across ranks (every rank must pass the same): "
+      "batch of X: 2 on " + ranks_but_one() + ", 3 on rank 1; batch of Y: 2 on " + ranks_but_one() + ", 3 on rank 1");
+}
+
+// ---- release(): the array is refused afterwards, as a moved-from one is -------------------------
+
+TEST(Released, AMatrixIsRefusedUntilOneIsAssignedToIt) {
+  sw::ProcessGroupMesh<Line> groups(MPI_COMM_WORLD, Line{world_size()});
+  sw::ShardedMatrix<double, Line, Cols> a(groups, 9, 8);
+  const sw::ShardedMatrix<double, Line, Rows> b(groups, 8, 6);
+  sw::ShardedMatrix<double, Line, Whole> c(groups, 9, 6);
+  auto block = std::move(a).release();
+  EXPECT_TRUE(a.released());
+  EXPECT_FALSE(a.valid());
+  const std::string released = " was released (release() moved its block out); build a new matrix from the block "
+                               "with from_local, or assign one to it";
+  expect_same_error_on_every_rank<std::logic_error>(
+      MPI_COMM_WORLD, [&] { (void)sw::matmul(a, b); }, "shardwise::matmul: A" + released);
+  expect_same_error_on_every_rank<std::logic_error>(
+      MPI_COMM_WORLD, [&] { sw::matmul_into(c, a, b); }, "shardwise::matmul_into: A" + released);
+  expect_same_error_on_every_rank<std::logic_error>(
+      MPI_COMM_WORLD, [&] { (void)a.to_global(); }, "shardwise::ShardedMatrix::to_global: the matrix" + released);
+  expect_same_error_on_every_rank<std::logic_error>(
+      MPI_COMM_WORLD, [&] { (void)sw::reshard<Whole>(a); }, "shardwise::reshard: the matrix" + released);
+  auto c_block = std::move(c).release();
+  const sw::ShardedMatrix<double, Line, Cols> a2(groups, 9, 8);
+  expect_same_error_on_every_rank<std::logic_error>(
+      MPI_COMM_WORLD, [&] { sw::matmul_into(c, a2, b); }, "shardwise::matmul_into: C" + released);
+  sw::ShardedMatrix<double, Line, Rows> b2(groups, 8, 6);
+  auto b2_block = std::move(b2).release();
+  expect_same_error_on_every_rank<std::logic_error>(
+      MPI_COMM_WORLD, [&] { (void)sw::matmul(a2, b2); }, "shardwise::matmul: B" + released);
+  // From its block again: usable.
+  a = sw::ShardedMatrix<double, Line, Cols>::from_local(groups, 9, 8, std::move(block));
+  EXPECT_FALSE(a.released());
+  EXPECT_EQ(sw::matmul(a, b).rows(), 9);
+}
+
+TEST(Released, ATensorIsRefusedByEinsumToGlobalReshardAndReduce) {
+  sw::ProcessGroupMesh<Line> groups(MPI_COMM_WORLD, Line{world_size()});
+  Tensor3 x(groups, {9, 3, 4});
+  const Tensor2 w(groups, {4, 5});
+  using Pending = sw::ShardedTensor<double, Line, sw::TensorSharding<sw::Replicated, sw::Replicated, sw::Partial<"p">>>;
+  Pending partial(groups, {4, 5});
+  auto block = std::move(x).release();
+  auto partial_block = std::move(partial).release();
+  const std::string released = " was released (release() moved its block out); build a new tensor from the block "
+                               "with from_local, or assign one to it";
+  expect_same_error_on_every_rank<std::logic_error>(
+      MPI_COMM_WORLD, [&] { (void)sw::einsum<"bsm,mh->bsh">(x, w); }, "shardwise::einsum: A" + released);
+  expect_same_error_on_every_rank<std::logic_error>(
+      MPI_COMM_WORLD, [&] { (void)x.to_global(); }, "shardwise::ShardedTensor::to_global: the tensor" + released);
+  expect_same_error_on_every_rank<std::logic_error>(
+      MPI_COMM_WORLD, [&] { (void)sw::reshard<Whole3>(x); }, "shardwise::reshard: the tensor" + released);
+  expect_same_error_on_every_rank<std::logic_error>(
+      MPI_COMM_WORLD, [&] { (void)sw::reduce(partial); }, "shardwise::reshard: the tensor" + released);
+  x = Tensor3::from_local(groups, {9, 3, 4}, std::move(block));
+  EXPECT_EQ(sw::einsum<"bsm,mh->bsh">(x, w).extent(2), 5);
+}
+
+// ---- the newer APIs: one rank differs, operands on two group meshes ----------------------------
+
+TEST(OneRankDiffers, TensorReduce) {
+  sw::ProcessGroupMesh<Line> groups(MPI_COMM_WORLD, Line{world_size()});
+  using Pending = sw::ShardedTensor<double, Line, sw::TensorSharding<sw::Replicated, sw::Replicated, sw::Partial<"p">>>;
+  const Pending partial(groups, {rows_off_on_rank_one(), 5});
+  expect_same_error_on_every_rank<std::invalid_argument>(
+      MPI_COMM_WORLD, [&] { (void)sw::reduce(partial); },
+      "shardwise::reshard: the global extents differ across ranks (every rank must pass the same): extent 0: 9 on " +
+          ranks_but_one() + ", 10 on rank 1");
+  expect_same_error_on_every_rank<std::invalid_argument>(
+      MPI_COMM_WORLD, [&] { (void)sw::reduce<sw::TensorSharding<sw::Split<"p">, sw::Replicated>>(partial); },
+      "shardwise::reshard: the global extents differ across ranks");
+}
+
+using Layered = sw::Mesh<sw::Axis<"x", sw::dynamic_extent>, sw::Axis<"y", 1>, sw::Axis<"z", 2>>;
+
+TEST(OneRankDiffers, Summa25DAndVia) {
+  if (world_size() % 2 != 0) GTEST_SKIP() << "two layers need an even number of ranks";
+  sw::ProcessGroupMesh<Layered> groups(MPI_COMM_WORLD, Layered{world_size() / 2});
+  using G = sw::TensorSharding<sw::Split<"x">, sw::Split<"y">>;
+  const sw::ShardedMatrix<double, Layered, G> a(groups, rows_off_on_rank_one(), 8), b(groups, 8, 6);
+  expect_same_error_on_every_rank<std::invalid_argument>(
+      MPI_COMM_WORLD, [&] { (void)sw::matmul(a, b, sw::summa_25d<"z">); },
+      "shardwise::matmul: the shapes of A and B differ across ranks (every rank must pass the same): rows of A: 9 on " +
+          ranks_but_one() + ", 10 on rank 1");
+  // Stored once, gathered over z to the 2.5D layouts first.
+  using AOnce = sw::TensorSharding<sw::Split<"x">, sw::Split<"y", "z">>;
+  using BOnce = sw::TensorSharding<sw::Split<"x", "z">, sw::Split<"y">>;
+  const sw::ShardedMatrix<double, Layered, AOnce> a1(groups, 9, 8);
+  const sw::ShardedMatrix<double, Layered, BOnce> b1(groups, 8, rows_off_on_rank_one());
+  expect_same_error_on_every_rank<std::invalid_argument>(
+      MPI_COMM_WORLD, [&] { (void)sw::matmul<AOnce>(a1, b1, sw::via<G, G, sw::variant::Summa25D<"z">>); },
+      "columns of B: 9 on " + ranks_but_one() + ", 10 on rank 1");
+}
+
+/// The planner's answer for a static mesh of the world's size, run with a memory budget: a shape
+/// that differs on one rank, and one unlike the budget's on every rank, are the same error everywhere.
+template <typename M>
+void expect_budget_and_plan_errors_agreed() {
+  static constexpr sw::MatmulChoice choice = sw::plan_matmul(M{}, {{12, 14, 10}, 8, 4096});  // m, k, n
+  using Planned = sw::planned_matmul<M, choice>;
+  constexpr sw::MatmulShape shape{12, 14, 10};
+  sw::ProcessGroupMesh<M> groups(MPI_COMM_WORLD);
+  const sw::ShardedMatrix<double, M, typename Planned::a_sharding> a(groups, world_rank() == 1 ? 13 : 12, 14);
+  const sw::ShardedMatrix<double, M, typename Planned::b_sharding> b(groups, 14, 10);
+  expect_same_error_on_every_rank<std::invalid_argument>(
+      MPI_COMM_WORLD,
+      [&] {
+        (void)sw::matmul<typename Planned::c_sharding>(a, b, typename Planned::variant{}, sw::memory_budget<shape, 4096>);
+      },
+      "shardwise::matmul: the shapes of A and B differ across ranks (every rank must pass the same): rows of A: 12 on " +
+          ranks_but_one() + ", 13 on rank 1");
+  const sw::ShardedMatrix<double, M, typename Planned::b_sharding> narrow(groups, 14, 9);
+  const sw::ShardedMatrix<double, M, typename Planned::a_sharding> right(groups, 12, 14);
+  expect_same_error_on_every_rank<std::invalid_argument>(
+      MPI_COMM_WORLD,
+      [&] {
+        (void)sw::matmul<typename Planned::c_sharding>(right, narrow, typename Planned::variant{},
+                                                       sw::memory_budget<shape, 4096>);
+      },
+      "shardwise::matmul: the memory budget was checked for m = 12, k = 14, n = 10 but A is 12 x 14 and B is 14 x 9");
+}
+
+TEST(OneRankDiffers, PlannedMatmulWithAMemoryBudget) {
+  if (world_size() == 2) return expect_budget_and_plan_errors_agreed<sw::Mesh<sw::Axis<"x", 2>>>();
+  if (world_size() == 4) return expect_budget_and_plan_errors_agreed<sw::Mesh<sw::Axis<"x", 2>, sw::Axis<"y", 2>>>();
+  GTEST_SKIP() << "the planned meshes are for 2 and 4 ranks";
+}
+
+TEST(TwoGroupMeshes, MatmulAndEinsumRefuseOperandsOnDifferentOnes) {
+  sw::ProcessGroupMesh<Line> first(MPI_COMM_WORLD, Line{world_size()}), second(MPI_COMM_WORLD, Line{world_size()});
+  const sw::ShardedMatrix<double, Line, Cols> a(first, 9, 8);
+  const sw::ShardedMatrix<double, Line, Rows> b(second, 8, 6);
+  expect_same_error_on_every_rank<std::invalid_argument>(
+      MPI_COMM_WORLD, [&] { (void)sw::matmul(a, b); },
+      "shardwise::matmul: the operands are bound to different ProcessGroupMesh objects; build all from the same one");
+  const Tensor3 x(first, {9, 3, 4});
+  const Tensor2 w(second, {4, 5});
+  expect_same_error_on_every_rank<std::invalid_argument>(
+      MPI_COMM_WORLD, [&] { (void)sw::einsum<"bsm,mh->bsh">(x, w); },
+      "shardwise::einsum: the operands are bound to different ProcessGroupMesh objects; build both from the same one");
+}
+
+// ---- a pipeline stage whose module throws: the same PipelineError on every stage, no hang ------
+
+/// Identity, but the module of stage `failing_stage` throws in the forward (or the backward) of
+/// micro-batch 1.
+struct FailingStage {
+  using scalar_type = double;
+  using Matrix = sw::PipelineMatrix<double>;
+  int stage = 0, failing_stage = 1;
+  bool in_backward = false;
+  [[nodiscard]] std::int64_t input_width() const { return 4; }
+  [[nodiscard]] std::int64_t output_width() const { return 4; }
+  void forward(int r, const Matrix& in, Matrix& out) {
+    if (!in_backward && stage == failing_stage && r == 1) throw std::runtime_error("the stage module failed");
+    out = in;
+  }
+  void backward(int r, const Matrix& grad_out, Matrix* grad_in) {
+    if (in_backward && stage == failing_stage && r == 1) throw std::runtime_error("the stage module failed");
+    if (grad_in != nullptr) *grad_in = grad_out;
+  }
+};
+
+template <typename Schedule>
+void expect_stage_failure_on_every_stage(int failing_stage, bool in_backward) {
+  using Stack = sw::Mesh<sw::Axis<"dp", sw::dynamic_extent>, sw::Axis<"pp", 2>>;
+  sw::ProcessGroupMesh<Stack> groups(MPI_COMM_WORLD, Stack{world_size() / 2});
+  FailingStage module{groups.coordinate()[1], failing_stage, in_backward};
+  sw::PipelineEngine<sw::Pipeline<2, 3, Schedule>, FailingStage> engine(groups.group_along({"pp"}), module);
+  const sw::PipelineMatrix<double> data = sw::PipelineMatrix<double>::Ones(6, 4);
+  const auto run = [&] { return engine.run(6, data, data, [](int) { return 1.0; }, [](int) {}); };
+  const std::string pass = in_backward ? "backward" : "forward";
+  expect_same_error_on_every_rank<sw::PipelineError>(
+      MPI_COMM_WORLD, [&] { (void)run(); },
+      "shardwise::PipelineEngine::run: stage " + std::to_string(failing_stage) + "'s " + pass +
+          " of micro-batch 1 threw: the stage module failed (on rank " + std::to_string(failing_stage) +
+          "); every stage stopped computing after it and finished the schedule");
+  // The failing stage holds the module's own exception, nested.
+  std::string nested = "none";
+  try {
+    (void)run();
+  } catch (const sw::PipelineError& error) {
+    try {
+      std::rethrow_if_nested(error);
+    } catch (const std::runtime_error& inner) {
+      nested = inner.what();
+    }
+  }
+  EXPECT_EQ(nested, module.stage == failing_stage ? "the stage module failed" : "none");
+  // And the engine runs again once the module works.
+  module.failing_stage = -1;
+  EXPECT_EQ(run(), 0.0);
+}
+
+TEST(PipelineStageFails, ForwardOnTheLastStage) {
+  if (world_size() % 2 != 0) GTEST_SKIP() << "two stages need an even number of ranks";
+  expect_stage_failure_on_every_stage<sw::schedule::OneFOneB>(1, false);
+}
+TEST(PipelineStageFails, ForwardOnTheFirstStageGPipe) {
+  if (world_size() % 2 != 0) GTEST_SKIP() << "two stages need an even number of ranks";
+  expect_stage_failure_on_every_stage<sw::schedule::GPipe>(0, false);
+}
+TEST(PipelineStageFails, BackwardOnTheLastStage) {
+  if (world_size() % 2 != 0) GTEST_SKIP() << "two stages need an even number of ranks";
+  expect_stage_failure_on_every_stage<sw::schedule::OneFOneB>(1, true);
 }
 
 }  // namespace

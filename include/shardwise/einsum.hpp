@@ -30,6 +30,11 @@ namespace shardwise {
 
 namespace detail {
 
+/// The names of the operands' extents in the message of a failed agreement: "extent 0 of A"...
+template <std::size_t RankA, std::size_t RankB>
+inline constexpr auto einsum_extent_names =
+    join_names(repeated_name<RankA, "extent # of A">, repeated_name<RankB, "extent # of B">);
+
 /// The checks of an einsum: operands not moved from, on one group mesh, with extents every
 /// rank agrees on (collective) and that give each index letter one extent. Returns the
 /// extents of every letter.
@@ -44,7 +49,7 @@ IndexExtents check_einsum_operands(const contraction_indices& ix, const A& a, co
   for (std::size_t d = 0; d < A::rank; ++d) all[d] = a.extent(d);
   for (std::size_t d = 0; d < B::rank; ++d) all[A::rank + d] = b.extent(d);
   agree_on_all_ranks(a.groups().world(), std::span<const std::int64_t>(all.data(), A::rank + B::rank), {}, operation,
-                     "the extents of A and B");
+                     "the extents of A and B", einsum_extent_names<A::rank, B::rank>.view(), constructed_locally);
   IndexExtents extents;
   for (std::size_t d = 0; d < A::rank; ++d) extents.set(ix.letter(Operand::A, static_cast<int>(d)), a.extent(d));
   for (std::size_t d = 0; d < B::rank; ++d) {

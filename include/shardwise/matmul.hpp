@@ -40,6 +40,7 @@ inline constexpr program matmul_program = lower(Plan::schedule, Plan::initial_st
 struct matmul_operand {
   const void* groups = nullptr;  ///< the shared group state (null: moved from)
   std::int64_t rows = 0, cols = 0;
+  bool released = false;  ///< release() moved its block out
 };
 
 /// The checks of matmul and matmul_into (c null for matmul): operands not moved from, on one
@@ -53,14 +54,14 @@ struct matmul_operand {
   const char* roles[] = {"A", "B", "C"};
   const matmul_operand* operands[] = {&a, &b, c};
   for (int i = 0; i < (c ? 3 : 2); ++i)
-    if (operands[i]->groups == nullptr)
-      fail<std::logic_error>({operation, ": ", roles[i],
-                              " was moved from (it holds no block and no groups); use the matrix it was moved into"});
+    if (operands[i]->groups == nullptr || operands[i]->released)
+      throw_unusable(operation, roles[i], "matrix", operands[i]->released);
   if (a.groups != b.groups || (c && c->groups != a.groups))
     fail({operation, ": the operands are bound to different ProcessGroupMesh objects; build all from the same one"});
   const std::int64_t shapes[] = {a.rows, a.cols, b.rows, b.cols, c ? c->rows : 0, c ? c->cols : 0};
   agree_on_all_ranks(*world, std::span<const std::int64_t>(shapes, c ? 6 : 4), {}, operation,
-                     c ? "the shapes of A, B and C" : "the shapes of A and B");
+                     c ? "the shapes of A, B and C" : "the shapes of A and B",
+                     "rows of A|columns of A|rows of B|columns of B|rows of C|columns of C", constructed_locally);
   if (a.cols != b.rows)
     fail({operation, ": the inner dimensions disagree: A is ", a.rows, " x ", a.cols, " but B is ", b.rows, " x ", b.cols});
   if (c && (c->rows != a.rows || c->cols != b.cols))
@@ -72,7 +73,7 @@ struct matmul_operand {
 
 template <typename X>
 matmul_operand operand_of(const X& x) {
-  return {x.valid() ? static_cast<const void*>(&x.groups().state()) : nullptr, x.rows(), x.cols()};
+  return {x.groups() ? static_cast<const void*>(&x.groups().state()) : nullptr, x.rows(), x.cols(), x.released()};
 }
 
 template <typename A, typename B, typename C>
@@ -109,16 +110,21 @@ auto matmul(const ShardedMatrix<Scalar, M, ShA, OA>& a, const ShardedMatrix<Scal
 /// the plan's footprint for the budget's shape must fit, and A and B must have that shape.
 template <typename ShC = NaturalOutput, typename Scalar, MeshType M, typename ShA, int OA, typename ShB, int OB,
           detail::MatmulVariant Variant, MatmulShape Shape, std::int64_t Bytes>
-auto matmul(const ShardedMatrix<Scalar, M, ShA, OA>& a, const ShardedMatrix<Scalar, M, ShB, OB>& b, Variant variant,
+auto matmul(const ShardedMatrix<Scalar, M, ShA, OA>& a, const ShardedMatrix<Scalar, M, ShB, OB>& b, Variant,
             MemoryBudget<Shape, Bytes>) {
   static_assert(sizeof(detail::checked_budget<M, ShA, ShB, ShC, Variant, MemoryBudget<Shape, Bytes>,
                                               static_cast<std::int64_t>(sizeof(Scalar))>) > 0);
-  a.check_valid("shardwise::matmul", "A");
-  b.check_valid("shardwise::matmul", "B");
+  using Plan = matmul_plan<M, ShA, ShB, ShC, Variant>;
+  using Result = ShardedMatrix<Scalar, M, typename Plan::output_sharding>;
+  // The shapes are agreed across ranks first, so a shape unlike the budget's is the same error on every rank.
+  detail::check_operands<ShardedMatrix<Scalar, M, ShA, OA>, ShardedMatrix<Scalar, M, ShB, OB>, Result>(
+      "shardwise::matmul", a, b, nullptr);
   if (a.rows() != Shape.m || a.cols() != Shape.k || b.rows() != Shape.k || b.cols() != Shape.n)
     detail::fail({"shardwise::matmul: the memory budget was checked for m = ", Shape.m, ", k = ", Shape.k, ", n = ",
                   Shape.n, " but A is ", a.rows(), " x ", a.cols(), " and B is ", b.rows(), " x ", b.cols()});
-  return matmul<ShC>(a, b, variant);
+  Result c(a.groups(), a.rows(), b.cols(), detail::uninitialized);
+  detail::run_matmul<Plan>(c, a, b);
+  return c;
 }
 
 /// C = A * B into existing storage; the requested output is C's own sharding. C may be A or

@@ -91,8 +91,14 @@ class matrix_block {
   [[nodiscard]] Eigen::Map<local_matrix> local() { return {block_.data(), block_.rows(), block_.cols()}; }
   [[nodiscard]] Eigen::Map<const local_matrix> local() const { return {block_.data(), block_.rows(), block_.cols()}; }
 
-  /// Moves this rank's block out (the matrix is left empty).
-  [[nodiscard]] local_matrix release() && { return std::move(block_); }
+  /// Moves this rank's block out. The matrix is then unusable: every operation on it throws
+  /// std::logic_error (as on a moved-from one) until a matrix is assigned to it.
+  [[nodiscard]] local_matrix release() && {
+    released_ = true;
+    return std::move(block_);
+  }
+  /// True once release() has moved the block out.
+  [[nodiscard]] bool released() const noexcept { return released_; }
 
  protected:
   /// A block of this rank's extents for a `rows` x `cols` matrix split as `axes`, allocated but
@@ -108,6 +114,7 @@ class matrix_block {
   }
 
   local_matrix block_;
+  bool released_ = false;
 
  private:
   std::int64_t rows_, cols_, local_rows_ = 0, local_cols_ = 0, row_offset_ = 0, col_offset_ = 0;
@@ -173,7 +180,9 @@ class ShardedMatrix : public detail::matrix_block<Scalar, Order> {
   /// A whole matrix (column-major, Eigen's default).
   using global_matrix = detail::dense_matrix<Scalar, Eigen::ColMajor>;
 
-  /// A zero matrix of the given global shape.
+  /// A zero matrix of the given global shape. Local: no communication, so nothing compares the
+  /// shape across ranks here; the first collective operation on the matrix (matmul, to_global,
+  /// reshard...) does, and its error says so.
   ShardedMatrix(const ProcessGroupMesh<M>& groups, std::int64_t rows, std::int64_t cols)
       : ShardedMatrix(groups, rows, cols, detail::uninitialized) {
     block_.setZero();
@@ -190,7 +199,7 @@ class ShardedMatrix : public detail::matrix_block<Scalar, Order> {
   static ShardedMatrix distribute(const ProcessGroupMesh<M>& groups, const Eigen::MatrixBase<Derived>& global) {
     const std::int64_t shape[] = {global.rows(), global.cols()};
     agree_on_all_ranks(groups.world(), shape, {}, "shardwise::ShardedMatrix::distribute",
-                       "the shapes of the global matrices");
+                       "the shapes of the global matrices", "rows of the global matrix|columns of the global matrix");
     ShardedMatrix result(groups, global.rows(), global.cols(), detail::uninitialized);
     if (!result.holds_partial_share()) {
       result.block_.setZero();
@@ -259,7 +268,8 @@ class ShardedMatrix : public detail::matrix_block<Scalar, Order> {
       problem.set(detail::message({"the block is ", block.rows(), " x ", block.cols(), " but this rank's block of a ",
                                    rows, " x ", cols, " matrix is ", want_rows, " x ", want_cols}));
     const std::int64_t shape[] = {rows, cols};
-    agree_on_all_ranks(groups.world(), shape, problem, "shardwise::ShardedMatrix::from_local", "the global shapes");
+    agree_on_all_ranks(groups.world(), shape, problem, "shardwise::ShardedMatrix::from_local", "the global shapes",
+                       "global rows|global columns");
     ShardedMatrix result(groups, rows, cols, detail::uninitialized);
     result.block_ = std::move(block);
     return result;
@@ -278,20 +288,19 @@ class ShardedMatrix : public detail::matrix_block<Scalar, Order> {
   /// The groups it lives on (a handle that shares them).
   [[nodiscard]] const ProcessGroupMesh<M>& groups() const noexcept { return groups_; }
 
-  /// False once moved from (it then holds neither a block nor groups).
-  [[nodiscard]] bool valid() const noexcept { return static_cast<bool>(groups_); }
-  /// std::logic_error naming `operation` and `role` ("A") when moved from.
+  /// False once moved from (it then holds neither a block nor groups) or released.
+  [[nodiscard]] bool valid() const noexcept { return static_cast<bool>(groups_) && !this->released_; }
+  /// std::logic_error naming `operation` and `role` ("A") when moved from or released.
   void check_valid(const char* operation, const char* role) const {
-    if (!valid())
-      detail::fail<std::logic_error>({operation, ": ", role,
-                                      " was moved from (it holds no block and no groups); use the matrix it was moved into"});
+    if (!valid()) detail::throw_unusable(operation, role, "matrix", this->released_);
   }
   /// Collective: checks that every rank holds this matrix with the same global shape (at
   /// CheckLevel::cross_rank), else every rank throws the same error; and that it was not moved from.
   void agree(const char* operation, const char* role = "the matrix") const {
     check_valid(operation, role);
     const std::int64_t shape[] = {rows(), cols()};
-    agree_on_all_ranks(groups_.world(), shape, {}, operation, "the global shapes");
+    agree_on_all_ranks(groups_.world(), shape, {}, operation, "the global shapes",
+                       "rows of the matrix|columns of the matrix", detail::constructed_locally);
   }
 
   /// The sharding resolved against the mesh: the mesh axes splitting rows and columns.

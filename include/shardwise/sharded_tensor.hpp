@@ -104,6 +104,8 @@ class ShardedTensor {
   using local_tensor = Eigen::Tensor<Scalar, static_cast<int>(rank), Eigen::RowMajor, Eigen::Index>;
   using global_tensor = local_tensor;
   ///@}
+  /// The names of its extents in the messages of a failed cross-rank agreement ("extent 0", ...).
+  static constexpr std::string_view extent_names = detail::repeated_name<rank, "extent #">.view();
   /// How blocks are stored: row-major (the last dimension contiguous).
   static constexpr detail::dim_order storage = detail::dim_order::row_major(static_cast<int>(rank));
 
@@ -115,7 +117,9 @@ class ShardedTensor {
       return detail::tensor_axes{};
   }();
 
-  /// A zero tensor of the given global extents.
+  /// A zero tensor of the given global extents. Local: no communication, so nothing compares the
+  /// extents across ranks here; the first collective operation on the tensor (einsum,
+  /// to_global, reshard...) does, and its error says so.
   ShardedTensor(const ProcessGroupMesh<M>& groups, const extents_type& extents)
       : ShardedTensor(groups, extents, detail::uninitialized) {
     block_.setZero();
@@ -146,7 +150,7 @@ class ShardedTensor {
     extents_type extents{};
     for (std::size_t d = 0; d < rank; ++d) extents[d] = static_cast<std::int64_t>(global.dimensions()[d]);
     agree_on_all_ranks(groups.world(), extents, {}, "shardwise::ShardedTensor::distribute",
-                       "the extents of the global tensors");
+                       "the extents of the global tensors", extent_names);
     ShardedTensor result(groups, extents, detail::uninitialized);
     if (result.holds_partial_share())
       detail::copy_box(global.data(), result.block_.data(), result.global_extents(), result.offsets_padded(),
@@ -171,7 +175,8 @@ class ShardedTensor {
     if (!fits)
       problem.set("the block is " + detail::extents_text(have) + " but this rank's block of a " +
                   detail::extents_text(extents) + " tensor is " + detail::extents_text(want));
-    agree_on_all_ranks(groups.world(), extents, problem, "shardwise::ShardedTensor::from_local", "the global extents");
+    agree_on_all_ranks(groups.world(), extents, problem, "shardwise::ShardedTensor::from_local", "the global extents",
+                       extent_names);
     ShardedTensor result(groups, extents, detail::uninitialized);
     result.block_ = std::move(block);
     return result;
@@ -201,24 +206,29 @@ class ShardedTensor {
   [[nodiscard]] local_tensor& local() noexcept { return block_; }
   [[nodiscard]] const local_tensor& local() const noexcept { return block_; }
   ///@}
-  /// Moves this rank's block out (the tensor is left empty).
-  [[nodiscard]] local_tensor release() && { return std::move(block_); }
+  /// Moves this rank's block out. The tensor is then unusable: every operation on it throws
+  /// std::logic_error (as on a moved-from one) until a tensor is assigned to it.
+  [[nodiscard]] local_tensor release() && {
+    released_ = true;
+    return std::move(block_);
+  }
+  /// True once release() has moved the block out.
+  [[nodiscard]] bool released() const noexcept { return released_; }
 
   /// The groups it lives on (a handle that shares them).
   [[nodiscard]] const ProcessGroupMesh<M>& groups() const noexcept { return groups_; }
-  /// False once moved from (it then holds neither a block nor groups).
-  [[nodiscard]] bool valid() const noexcept { return static_cast<bool>(groups_); }
-  /// std::logic_error naming `operation` and `role` ("A") when moved from.
+  /// False once moved from (it then holds neither a block nor groups) or released.
+  [[nodiscard]] bool valid() const noexcept { return static_cast<bool>(groups_) && !released_; }
+  /// std::logic_error naming `operation` and `role` ("A") when moved from or released.
   void check_valid(const char* operation, const char* role) const {
-    if (!valid())
-      detail::fail<std::logic_error>({operation, ": ", role,
-                                      " was moved from (it holds no block and no groups); use the tensor it was moved into"});
+    if (!valid()) detail::throw_unusable(operation, role, "tensor", released_);
   }
   /// Collective: every rank holds this tensor with the same global extents (at
   /// CheckLevel::cross_rank), else every rank throws the same error; and it was not moved from.
   void agree(const char* operation, const char* role = "the tensor") const {
     check_valid(operation, role);
-    agree_on_all_ranks(groups_.world(), extents_, {}, operation, "the global extents");
+    agree_on_all_ranks(groups_.world(), extents_, {}, operation, "the global extents", extent_names,
+                       detail::constructed_locally);
   }
 
   /// The extents as the planner's values (padded to max_tensor_rank).
@@ -263,6 +273,7 @@ class ShardedTensor {
   ProcessGroupMesh<M> groups_;
   extents_type extents_{};
   local_tensor block_;
+  bool released_ = false;
 };
 
 namespace detail {

@@ -66,33 +66,141 @@ class LocalProblem {
 
 namespace detail {
 
-/// The message of a failed agreement: the first rank's own problem, or the values that differ.
-[[noreturn, gnu::cold, gnu::noinline]] SHARDWISE_DECL void throw_disagreement(std::string_view operation,
-                                                                             std::string_view what, std::size_t index,
-                                                                             std::int64_t low, std::int64_t high)
+/// The note of a disagreement on the shape of arrays that already exist: where it came from.
+inline constexpr std::string_view constructed_locally =
+    "an array's shape is set where each rank constructs it, with no communication; the first collective "
+    "operation on it compares them";
+
+/// The name of agreed value `index` from `names`: entries separated by '|', each "text" (one
+/// value) or "N*text" (N values, '#' in the text standing for 0..N-1); "value <index>" past
+/// the last entry. E.g. "rows of A|columns of A" or "3*extent # of A|2*extent # of B".
+[[gnu::cold, gnu::noinline]] SHARDWISE_DECL std::string value_name(std::string_view names, std::size_t index)
 #if SHARDWISE_RUNTIME_DEFINITIONS  // else compiled once: see detail/separate_compilation.hpp
 {
-  fail({operation, ": ", what, " differ across ranks (every rank must pass the same); value ", index, " ranges from ",
-        low, " to ", high});
+  std::size_t first = 0;  // the index of the first value the current entry names
+  while (!names.empty()) {
+    const std::size_t bar = names.find('|');
+    std::string_view entry = names.substr(0, bar);
+    names = bar == std::string_view::npos ? std::string_view{} : names.substr(bar + 1);
+    std::size_t count = 1;
+    if (const std::size_t star = entry.find('*'); star != std::string_view::npos && star > 0 &&
+        entry.substr(0, star).find_first_not_of("0123456789") == std::string_view::npos) {
+      count = 0;
+      for (char c : entry.substr(0, star)) count = 10 * count + static_cast<std::size_t>(c - '0');
+      entry.remove_prefix(star + 1);
+    }
+    if (index < first + count) {
+      std::string name(entry);
+      if (const std::size_t hash = name.find('#'); hash != std::string::npos)
+        name.replace(hash, 1, std::to_string(index - first));
+      return name;
+    }
+    first += count;
+  }
+  return std::string("value ").append(std::to_string(index));
 }
 #else
 ;
 #endif
 
-/// The first rank with a problem (`first`) tells everyone what it is, and every rank throws it:
-/// the same text everywhere. (The communicators move numbers, so the characters travel as ints;
-/// this is the error path.) Collective over `comm`.
-[[noreturn, gnu::cold, gnu::noinline]] SHARDWISE_DECL void throw_first_problem(AnyCommunicator& comm, int first,
-                                                                              const LocalProblem& problem,
-                                                                              std::string_view operation)
+/// "rank 3", "ranks 0–2", "ranks 0 and 2–3", "ranks 0–2 and 5 and 7–9 and 4 more": sorted ranks as
+/// ranges, at most a few listed.
+[[gnu::cold, gnu::noinline]] SHARDWISE_DECL std::string rank_ranges(std::vector<std::int64_t> ranks)
 #if SHARDWISE_RUNTIME_DEFINITIONS  // else compiled once: see detail/separate_compilation.hpp
 {
-  std::int64_t length = comm.rank() == first ? static_cast<std::int64_t>(problem.text().size()) : 0;
-  comm.broadcast(std::span<std::int64_t>(&length, 1), first);
-  std::vector<int> chars(static_cast<std::size_t>(length));
-  if (comm.rank() == first) std::copy(problem.text().begin(), problem.text().end(), chars.begin());
+  std::sort(ranks.begin(), ranks.end());
+  constexpr std::size_t most_ranges = 3;
+  std::string text(ranks.size() == 1 ? "rank " : "ranks ");
+  std::size_t i = 0, ranges = 0;
+  while (i < ranks.size() && ranges < most_ranges) {
+    std::size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (ranges > 0) text.append(" and ");  // not ", ": the values of one quantity are separated by commas
+    text.append(std::to_string(ranks[i]));
+    if (j > i) text.append("\u2013").append(std::to_string(ranks[j]));  // an en dash: 0–2
+    i = j + 1;
+    ++ranges;
+  }
+  if (i < ranks.size()) text.append(" and ").append(std::to_string(ranks.size() - i)).append(" more");
+  return text;
+}
+#else
+;
+#endif
+
+/// The message of a failed agreement, naming each value that differs, its values and the ranks
+/// holding each: "rows of A: 3000 on ranks 0–2, 3001 on rank 3". Collective over `comm` (every
+/// rank knows the agreement failed, so every rank comes here): one all-gather of every rank's
+/// values, and of its world rank (`world_rank`, or its rank in `comm` when negative).
+[[noreturn, gnu::cold, gnu::noinline]] SHARDWISE_DECL void throw_disagreement(
+    AnyCommunicator& comm, std::span<const std::int64_t> values, int world_rank, std::string_view operation,
+    std::string_view what, std::string_view names, std::string_view note)
+#if SHARDWISE_RUNTIME_DEFINITIONS  // else compiled once: see detail/separate_compilation.hpp
+{
+  const std::size_t n = values.size(), stride = n + 1, size = static_cast<std::size_t>(comm.size());
+  std::vector<std::int64_t> mine(stride), all(stride * size);
+  mine[0] = world_rank >= 0 ? world_rank : comm.rank();
+  std::copy(values.begin(), values.end(), mine.begin() + 1);
+  comm.all_gather(std::span<const std::int64_t>(mine), std::span<std::int64_t>(all));
+  std::string text(operation);
+  text.append(": ").append(what).append(" differ across ranks (every rank must pass the same)");
+  const char* separator = ": ";
+  for (std::size_t i = 0; i < n; ++i) {
+    // The distinct values of value i, in the order of the first rank holding each.
+    std::vector<std::int64_t> distinct;
+    for (std::size_t r = 0; r < size; ++r)
+      if (std::find(distinct.begin(), distinct.end(), all[r * stride + 1 + i]) == distinct.end())
+        distinct.push_back(all[r * stride + 1 + i]);
+    if (distinct.size() < 2) continue;
+    text.append(separator).append(value_name(names, i)).append(": ");
+    separator = "; ";
+    constexpr std::size_t most_values = 4;
+    for (std::size_t v = 0; v < distinct.size() && v < most_values; ++v) {
+      std::vector<std::int64_t> holders;
+      for (std::size_t r = 0; r < size; ++r)
+        if (all[r * stride + 1 + i] == distinct[v]) holders.push_back(all[r * stride]);
+      text.append(v == 0 ? "" : ", ").append(std::to_string(distinct[v])).append(" on ");
+      text.append(rank_ranges(std::move(holders)));
+    }
+    if (distinct.size() > most_values)
+      text.append(" and ").append(std::to_string(distinct.size() - most_values)).append(" other values");
+  }
+  if (!note.empty()) text.append(" (").append(note).append(")");
+  throw std::invalid_argument(text);
+}
+#else
+;
+#endif
+
+/// The first rank with a problem (`first`, its rank in `comm`) tells everyone what it is:
+/// returns its text followed by " (on rank R)", R that rank's world rank (`world_rank` on each
+/// rank, or its rank in `comm` when negative), the same on every rank. (The communicators move
+/// numbers, so the characters travel as ints; this is the error path.) Collective over `comm`.
+[[gnu::cold, gnu::noinline]] SHARDWISE_DECL std::string first_problem_text(AnyCommunicator& comm, int first,
+                                                                          const LocalProblem& problem, int world_rank)
+#if SHARDWISE_RUNTIME_DEFINITIONS  // else compiled once: see detail/separate_compilation.hpp
+{
+  const bool me = comm.rank() == first;
+  std::int64_t header[2] = {me ? static_cast<std::int64_t>(problem.text().size()) : 0,
+                            me ? (world_rank >= 0 ? world_rank : first) : 0};
+  comm.broadcast(std::span<std::int64_t>(header, 2), first);
+  std::vector<int> chars(static_cast<std::size_t>(header[0]));
+  if (me) std::copy(problem.text().begin(), problem.text().end(), chars.begin());
   comm.broadcast(std::span<int>(chars), first);
-  fail({operation, ": ", std::string(chars.begin(), chars.end()), " (on rank ", first, ")"});
+  return message({std::string(chars.begin(), chars.end()), " (on rank ", static_cast<long long>(header[1]), ")"});
+}
+#else
+;
+#endif
+
+/// The same, thrown as std::invalid_argument after "operation: " on every rank.
+[[noreturn, gnu::cold, gnu::noinline]] SHARDWISE_DECL void throw_first_problem(AnyCommunicator& comm, int first,
+                                                                              const LocalProblem& problem,
+                                                                              std::string_view operation,
+                                                                              int world_rank)
+#if SHARDWISE_RUNTIME_DEFINITIONS  // else compiled once: see detail/separate_compilation.hpp
+{
+  fail({operation, ": ", first_problem_text(comm, first, problem, world_rank)});
 }
 #else
 ;
@@ -105,10 +213,15 @@ namespace detail {
 /// or one found a problem, every rank throws the same std::invalid_argument; otherwise none
 /// does. At CheckLevel::local no communication happens and only a rank's own problem is
 /// thrown, on that rank. `operation` names the call ("shardwise::matmul"), `what` the values
-/// ("the shapes of A and B").
+/// together ("the shapes of A and B"), `names` each of them for the message of a disagreement
+/// (entries separated by '|': "rows of A|columns of A", or "2*extent # of A" for two values
+/// numbered from 0; see detail::value_name), `note` a hint added to that message, and
+/// `world_rank` this rank's rank in the world when `comm` is a smaller group (messages then
+/// name world ranks).
 [[gnu::noinline]] SHARDWISE_DECL void agree_on_all_ranks(AnyCommunicator& comm, std::span<const std::int64_t> values,
                                                        const LocalProblem& problem, std::string_view operation,
-                                                       std::string_view what)
+                                                       std::string_view what, std::string_view names = {},
+                                                       std::string_view note = {}, int world_rank = -1)
 #if SHARDWISE_RUNTIME_DEFINITIONS  // else compiled once: see detail/separate_compilation.hpp
 {
   if (check_level().load(std::memory_order_relaxed) == CheckLevel::local) {
@@ -128,9 +241,9 @@ namespace detail {
   all[2 * n] = problem.found() ? -std::int64_t{comm.rank()} : std::numeric_limits<std::int64_t>::min();
   comm.all_reduce(std::span<std::int64_t>(all, 2 * n + 1), ReduceOp::max);
   if (all[2 * n] != std::numeric_limits<std::int64_t>::min())
-    detail::throw_first_problem(comm, static_cast<int>(-all[2 * n]), problem, operation);
+    detail::throw_first_problem(comm, static_cast<int>(-all[2 * n]), problem, operation, world_rank);
   for (std::size_t i = 0; i < n; ++i)
-    if (all[i] != -all[n + i]) detail::throw_disagreement(operation, what, i, -all[n + i], all[i]);
+    if (all[i] != -all[n + i]) detail::throw_disagreement(comm, values, world_rank, operation, what, names, note);
 }
 #else
 ;
@@ -141,9 +254,10 @@ namespace detail {
 /// problem can be reported.
 template <typename GroupOf>
 void agree_within(GroupOf&& group_of, std::span<const std::int64_t> values, const LocalProblem& problem,
-                  std::string_view operation, std::string_view what) {
+                  std::string_view operation, std::string_view what, std::string_view names = {},
+                  std::string_view note = {}, int world_rank = -1) {
   AnyCommunicator* group = check_level().load(std::memory_order_relaxed) == CheckLevel::local ? nullptr : group_of();
-  if (group != nullptr) return agree_on_all_ranks(*group, values, problem, operation, what);
+  if (group != nullptr) return agree_on_all_ranks(*group, values, problem, operation, what, names, note, world_rank);
   if (problem.found()) detail::fail({operation, ": ", problem.text()});
 }
 

@@ -301,7 +301,8 @@ class FeedForward {
       problem.set(detail::message({"X is [", x.batch(), ", ", x.seq(), ", ", x.model(), "] and Y [", y.batch(), ", ",
                                    y.seq(), ", ", y.model(), "]; both must be [b, s, ", m_, "]"}));
     const std::int64_t shapes[] = {x.batch(), x.seq(), x.model(), y.batch(), y.seq(), y.model()};
-    agree(shapes, problem, "shardwise::FeedForward::forward", "the shapes of X and Y");
+    agree(shapes, problem, "shardwise::FeedForward::forward", "the shapes of X and Y",
+          "batch of X|sequence of X|width of X|batch of Y|sequence of Y|width of Y");
     const FfnShape shape{x.batch(), x.seq(), m_, h_};
     const auto e = detail::ffn_extents::of(shape);
     // X, W1 and W2 as the GEMMs see them (gathered where the plan says so).
@@ -344,7 +345,8 @@ class FeedForward {
                                    "]; it must match the forward pass the cache comes from (b = ", cache.batch_,
                                    ", s = ", cache.seq_, ", m = ", m_, "), and so must dX"}));
     const std::int64_t shapes[] = {dy.batch(), dy.seq(), dy.model(), dx ? 1 : 0};
-    agree(shapes, problem, "shardwise::FeedForward::backward", "the shapes of dY (and whether dX is wanted)");
+    agree(shapes, problem, "shardwise::FeedForward::backward", "the shapes of dY (and whether dX is wanted)",
+          "batch of dY|sequence of dY|width of dY|whether dX is wanted");
     const FfnShape shape{dy.batch(), dy.seq(), m_, h_};
     const auto e = detail::ffn_extents::of(shape);
     const std::int64_t tokens = hidden_tokens(shape), h_local = local_hidden_width();
@@ -469,11 +471,11 @@ class FeedForward {
 
   /// Collective over the ranks the layer is spread over (see comm/consistency.hpp).
   void agree(std::span<const std::int64_t> values, const LocalProblem& problem, const char* operation,
-             const char* what) const {
+             const char* what, const char* names) const {
     agree_within([&]() -> AnyCommunicator* {
       if constexpr (layer_axes.empty()) return nullptr;
       else return &groups_.group_along_axis_indices(layer_axes);
-    }, values, problem, operation, what);
+    }, values, problem, operation, what, names, detail::constructed_locally, groups_.rank());
   }
 
   void check_bound(const ProcessGroupMesh<M>& groups, const char* what) const {

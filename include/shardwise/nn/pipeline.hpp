@@ -32,6 +32,8 @@
 #include <Eigen/Core>
 #include <concepts>
 #include <cstdint>
+#include <exception>
+#include <limits>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -40,11 +42,20 @@
 
 #include "shardwise/comm/any_communicator.hpp"
 #include "shardwise/comm/consistency.hpp"
+#include "shardwise/detail/failure.hpp"
 #include "shardwise/detail/partition.hpp"
 #include "shardwise/traffic.hpp"
 #include "shardwise/nn/pipeline_schedule.hpp"
 
 namespace shardwise {
+
+/// What every stage of a PipelineEngine::run throws when a stage's module (or a callback)
+/// threw: the same type and text on every stage. On the stage that failed, the module's own
+/// exception is nested in it (std::rethrow_if_nested).
+class PipelineError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 /// An activation (or its gradient) passed between pipeline stages: rows are samples, row-major.
 template <typename Scalar>
@@ -180,7 +191,8 @@ class PipelineEngine {
       problem.set("the last stage needs targets of " + std::to_string(rows) + " x " + std::to_string(out_width) +
                   ", got " + std::to_string(targets.rows()) + " x " + std::to_string(targets.cols()));
     const std::int64_t agreed[] = {rows};
-    agree_on_all_ranks(*comm_, agreed, problem, "shardwise::PipelineEngine::run", "the batch's rows");
+    agree_on_all_ranks(*comm_, agreed, problem, "shardwise::PipelineEngine::run", "the batch's rows",
+                       "rows of the batch");
     for (int r = 0; r < micro_batches; ++r) {
       const auto i = static_cast<std::size_t>(r);
       const std::int64_t n = micro_batch_rows(rows, r);
@@ -188,28 +200,47 @@ class PipelineEngine {
       grad_output_[i].resize(n, out_width);
     }
     double loss = 0.0;
+    // A module (or a callback) that throws on one stage must not leave its neighbours waiting
+    // for its messages: the stage keeps the schedule, sending zeros of the agreed sizes and
+    // computing nothing more, and after the last cycle the stages agree on the earliest failure
+    // (see failure_agreement below).
+    stage_failure failure;
     for (int cycle = 0; cycle < P::cycles; ++cycle) {
       const PipelineStep step = P::step(stage_, cycle);
       const int r = step.micro_batch;
       const auto i = static_cast<std::size_t>(r);
       if (step.action == PipelineAction::forward) {
         const std::int64_t begin = detail::block_begin(rows, micro_batches, r), n = micro_batch_rows(rows, r);
-        if (is_first()) input_[i] = inputs.middleRows(begin, n);
-        module_->forward(r, input_[i], output_[i]);
-        check_output(output_[i], n, out_width);
-        if (is_last()) {
-          grad_output_[i] = output_[i] - targets.middleRows(begin, n);
-          const double weight = static_cast<double>(scale(r));
-          loss += weight * static_cast<double>(grad_output_[i].squaredNorm());
-          grad_output_[i] *= static_cast<scalar_type>(2.0 * weight);
-        }
+        if (!failure.happened()) try {
+            if (is_first()) input_[i] = inputs.middleRows(begin, n);
+            module_->forward(r, input_[i], output_[i]);
+            check_output(output_[i], n, out_width);
+            if (is_last()) {
+              grad_output_[i] = output_[i] - targets.middleRows(begin, n);
+              const double weight = static_cast<double>(scale(r));
+              loss += weight * static_cast<double>(grad_output_[i].squaredNorm());
+              grad_output_[i] *= static_cast<scalar_type>(2.0 * weight);
+            }
+          } catch (...) {
+            failure.record(cycle, "forward", r);
+          }
+        if (failure.happened() && (output_[i].rows() != n || output_[i].cols() != out_width))
+          output_[i].setZero(n, out_width);  // what the next stage expects to receive
       } else if (step.action == PipelineAction::backward) {
-        module_->backward(r, grad_output_[i], is_first() ? nullptr : &grad_input_[i]);
-        if (!is_first()) check_gradient(grad_input_[i], micro_batch_rows(rows, r), in_width);
-        after_backward(r);
+        const std::int64_t n = micro_batch_rows(rows, r);
+        if (!failure.happened()) try {
+            module_->backward(r, grad_output_[i], is_first() ? nullptr : &grad_input_[i]);
+            if (!is_first()) check_gradient(grad_input_[i], n, in_width);
+            after_backward(r);
+          } catch (...) {
+            failure.record(cycle, "backward", r);
+          }
+        if (failure.happened() && !is_first() && (grad_input_[i].rows() != n || grad_input_[i].cols() != in_width))
+          grad_input_[i].setZero(n, in_width);
       }
       exchange(cycle);
     }
+    failure_agreement(failure);
     return loss;
   }
 
@@ -228,6 +259,54 @@ class PipelineEngine {
 
  private:
   static constexpr int tag = 0x7e1;
+
+  /// The first exception this stage's module or callbacks threw in a run(), if any.
+  struct stage_failure {
+    std::exception_ptr exception;
+    std::string text;
+    int cycle = -1;
+    [[nodiscard]] bool happened() const noexcept { return cycle >= 0; }
+    void record(int at_cycle, const char* pass, int micro_batch) {
+      exception = std::current_exception();
+      cycle = at_cycle;
+      std::string what = "an exception not derived from std::exception";
+      try {
+        std::rethrow_exception(exception);
+      } catch (const std::exception& e) {
+        what = e.what();
+      } catch (...) {
+      }
+      text = detail::message({pass, " of micro-batch ", micro_batch, " threw: ", what});
+    }
+  };
+
+  /// Collective over the stage group: when a stage's module failed, every stage throws the same
+  /// PipelineError naming the earliest failure (the lowest cycle, then the lowest stage: later
+  /// failures may be its consequences); the stage that failed nests its own exception in it
+  /// (std::rethrow_if_nested gives it back). At CheckLevel::local only the failed stage throws.
+  void failure_agreement(const stage_failure& failure) {
+    const bool cross_rank = check_level().load(std::memory_order_relaxed) == CheckLevel::cross_rank;
+    int first = failure.happened() ? stage_ : -1;
+    if (cross_rank) {
+      std::int64_t key = failure.happened() ? -(std::int64_t{failure.cycle} * stages + stage_)
+                                            : std::numeric_limits<std::int64_t>::min();
+      comm_->all_reduce(std::span<std::int64_t>(&key, 1), ReduceOp::max);
+      if (key == std::numeric_limits<std::int64_t>::min()) return;
+      first = static_cast<int>((-key) % stages);
+    }
+    if (first < 0) return;
+    LocalProblem problem;
+    if (failure.happened()) problem.set(failure.text);
+    const std::string text = cross_rank ? detail::first_problem_text(*comm_, first, problem, -1) : failure.text;
+    const PipelineError error(detail::message({"shardwise::PipelineEngine::run: stage ", first, "'s ", text,
+                                               "; every stage stopped computing after it and finished the schedule"}));
+    if (stage_ != first) throw error;
+    try {
+      std::rethrow_exception(failure.exception);
+    } catch (...) {
+      std::throw_with_nested(error);
+    }
+  }
 
   static void check_output(const matrix& out, std::int64_t rows, std::int64_t width) {
     if (out.rows() != rows || out.cols() != width)

@@ -161,7 +161,8 @@ class ShardedActivation {
     agree_within([&]() -> AnyCommunicator* {
       if constexpr (named_axes.empty()) return nullptr;
       else return &groups.group_along_axis_indices(named_axes);
-    }, values, problem, operation, "the shapes [b, s, m]");
+    }, values, problem, operation, "the shapes [b, s, m]", "batch b|sequence s|width m",
+                 detail::constructed_locally, groups.rank());
   }
 
   /// The whole activation on every rank of the group over the axes Sh names (collective there).
