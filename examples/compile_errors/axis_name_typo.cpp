@@ -1,7 +1,8 @@
 // Mistake 1: a typo in an axis name. The mesh has axes "x" and "y"; B's sharding says "z".
 // Fix: Split<"y">. Caught where the sharding meets the mesh (here ShardedMatrix<..., ShB>).
-// expect: shardwise: the sharding names an axis that the Mesh does not have; check the spelling against the Mesh's Axis<"name", extent> list
-// expect-beside-first-error: has_axis(shardwise::detail::fixed_string<2>{"z"}
+// expect: mesh_has_no_axis_named<
+// expect-on-first-error: fixed_string<2>{"z"}>
+// expect: shardwise: the sharding names an axis that the Mesh does not have
 #include <mpi.h>
 
 #include <shardwise/shardwise.hpp>

@@ -71,6 +71,9 @@ struct matmul_operand {
 ;
 #endif
 
+/// The result type of a call that does not compile (only its static_asserts are reported).
+struct invalid_matmul {};
+
 template <typename X>
 matmul_operand operand_of(const X& x) {
   return {x.groups() ? static_cast<const void*>(&x.groups().state()) : nullptr, x.rows(), x.cols(), x.released()};
@@ -98,12 +101,16 @@ template <typename ShC = NaturalOutput, typename Scalar, MeshType M, typename Sh
           detail::MatmulVariant Variant = variant::Standard>
 auto matmul(const ShardedMatrix<Scalar, M, ShA, OA>& a, const ShardedMatrix<Scalar, M, ShB, OB>& b, Variant = {}) {
   using Plan = matmul_plan<M, ShA, ShB, ShC, Variant>;
-  using Result = ShardedMatrix<Scalar, M, typename Plan::output_sharding>;
-  detail::check_operands<ShardedMatrix<Scalar, M, ShA, OA>, ShardedMatrix<Scalar, M, ShB, OB>, Result>(
-      "shardwise::matmul", a, b, nullptr);
-  Result c(a.groups(), a.rows(), b.cols(), detail::uninitialized);
-  detail::run_matmul<Plan>(c, a, b);
-  return c;
+  if constexpr (!Plan::compiles) {
+    return detail::invalid_matmul{};  // the plan's static_assert said why; nothing more to report
+  } else {
+    using Result = ShardedMatrix<Scalar, M, typename Plan::output_sharding>;
+    detail::check_operands<ShardedMatrix<Scalar, M, ShA, OA>, ShardedMatrix<Scalar, M, ShB, OB>, Result>(
+        "shardwise::matmul", a, b, nullptr);
+    Result c(a.groups(), a.rows(), b.cols(), detail::uninitialized);
+    detail::run_matmul<Plan>(c, a, b);
+    return c;
+  }
 }
 
 /// C = A * B with a per-rank memory budget checked at compile time (plan/memory_budget.hpp):
@@ -134,12 +141,14 @@ template <typename Scalar, MeshType M, typename ShA, int OA, typename ShB, int O
 void matmul_into(ShardedMatrix<Scalar, M, ShC, OC>& c, const ShardedMatrix<Scalar, M, ShA, OA>& a,
                  const ShardedMatrix<Scalar, M, ShB, OB>& b, Variant = {}) {
   using Plan = matmul_plan<M, ShA, ShB, ShC, Variant>;
-  detail::check_operands("shardwise::matmul_into", a, b, &c);
-  const bool aliased = c.local().data() == a.local().data() || c.local().data() == b.local().data();
-  if (!aliased) return detail::run_matmul<Plan>(c, a, b);
-  ShardedMatrix<Scalar, M, ShC, OC> result(c.groups(), c.rows(), c.cols(), detail::uninitialized);
-  detail::run_matmul<Plan>(result, a, b);
-  c = std::move(result);
+  if constexpr (Plan::compiles) {
+    detail::check_operands("shardwise::matmul_into", a, b, &c);
+    const bool aliased = c.local().data() == a.local().data() || c.local().data() == b.local().data();
+    if (!aliased) return detail::run_matmul<Plan>(c, a, b);
+    ShardedMatrix<Scalar, M, ShC, OC> result(c.groups(), c.rows(), c.cols(), detail::uninitialized);
+    detail::run_matmul<Plan>(result, a, b);
+    c = std::move(result);
+  }
 }
 
 namespace detail {
@@ -149,8 +158,10 @@ inline constexpr bool is_sharded_matrix_v = false;
 template <typename Scalar, MeshType M, typename Sh, int Order>
 inline constexpr bool is_sharded_matrix_v<ShardedMatrix<Scalar, M, Sh, Order>> = true;
 
-/// What a call to matmul with operands of these types got wrong, as a static_assert each.
-template <typename A, typename B, typename... Variant>
+/// What a call to matmul (Into false) or matmul_into (Into true) with arguments of these types
+/// got wrong, as a static_assert each. (A variant is the third argument of matmul, the fourth
+/// of matmul_into.)
+template <bool Into, typename A, typename B, typename... Variant>
 struct matmul_misuse {
   static_assert(is_sharded_matrix_v<A> && is_sharded_matrix_v<B>,
                 "shardwise::matmul: A and B must both be shardwise::ShardedMatrix objects; an Eigen matrix becomes "
@@ -162,20 +173,22 @@ struct matmul_misuse {
   static_assert(!both || std::is_same_v<typename A::mesh_type, typename B::mesh_type>,
                 "shardwise::matmul: A and B are sharded over different Mesh types; build both on the same "
                 "ProcessGroupMesh<Mesh<...>>");
-  static_assert(sizeof...(Variant) <= 1 && (MatmulVariant<Variant> && ...),
-                "shardwise::matmul: the third argument must be a variant: sw::standard, sw::ring or sw::summa");
+  static constexpr bool variant_ok = sizeof...(Variant) <= 1 && (MatmulVariant<Variant> && ...);
+  static_assert(Into || variant_ok,
+                "shardwise::matmul: the third argument must be a variant (sw::standard, sw::ring, sw::summa, "
+                "sw::summa_25d<...>, sw::via<...>), optionally followed by a sw::memory_budget<...>");
+  static_assert(!Into || variant_ok,
+                "shardwise::matmul_into(C, A, B, variant): the fourth argument must be a variant (sw::standard, "
+                "sw::ring, sw::summa, sw::summa_25d<...>, sw::via<...>) and there is no fifth; matmul_into writes "
+                "C = A * B and takes no alpha or beta");
   /// Whether one of the messages above was reported.
   static constexpr bool explained = [] {
     if constexpr (!both) return true;
     else
       return !std::is_same_v<typename A::scalar_type, typename B::scalar_type> ||
-             !std::is_same_v<typename A::mesh_type, typename B::mesh_type> ||
-             !(sizeof...(Variant) <= 1 && (MatmulVariant<Variant> && ...));
+             !std::is_same_v<typename A::mesh_type, typename B::mesh_type> || !variant_ok;
   }();
 };
-
-/// The result type of a call that does not compile (only its static_asserts are reported).
-struct invalid_matmul {};
 
 }  // namespace detail
 
@@ -183,7 +196,7 @@ struct invalid_matmul {};
 /// type is deduced there), instead of a failed overload resolution.
 template <typename ShC = NaturalOutput, typename A, typename B, typename... Variant>
 auto matmul(const A&, const B&, Variant...) {
-  static_assert(detail::matmul_misuse<A, B, Variant...>::explained,
+  static_assert(detail::matmul_misuse<false, A, B, Variant...>::explained,
                 "shardwise::matmul: these arguments do not make a matmul; see shardwise/matmul.hpp for its forms");
   return detail::invalid_matmul{};
 }
@@ -191,7 +204,7 @@ auto matmul(const A&, const B&, Variant...) {
 /// The same for matmul_into.
 template <typename C, typename A, typename B, typename... Variant>
 auto matmul_into(C&, const A&, const B&, Variant...) {
-  using misuse = detail::matmul_misuse<A, B, Variant...>;
+  using misuse = detail::matmul_misuse<true, A, B, Variant...>;
   static_assert(misuse::explained,
                 "shardwise::matmul_into: C must be a shardwise::ShardedMatrix on the same Mesh, with the same scalar "
                 "type as A and B");

@@ -118,6 +118,21 @@ std::string extent_text(T value) {
 
 }  // namespace detail
 
+/// Never defined: a misspelt axis name is reported as this incomplete type, which holds the
+/// name, so that the name is on the first error line with both g++ and clang++ (a
+/// static_assert's message cannot hold it); the static_assert that follows says how to fix it.
+template <fixed_string Name>
+struct mesh_has_no_axis_named;
+
+namespace detail {
+/// Complete when Known; otherwise deriving from the incomplete mesh_has_no_axis_named<Name> is
+/// the error that names Name. Used as sizeof(unknown_axis_report<Name, Mesh::has_axis(...)>).
+template <fixed_string Name, bool Known>
+struct unknown_axis_report {};
+template <fixed_string Name>
+struct unknown_axis_report<Name, false> : mesh_has_no_axis_named<Name> {};
+}  // namespace detail
+
 /// A mesh of processes: Mesh<Axis<"x", 2>, Axis<"y", 4>> has 8 ranks,
 /// rank = x * 4 + y.
 template <typename... Axes>
@@ -202,11 +217,11 @@ class Mesh {
   /// Index of an axis known at compile time; a misspelt name does not compile.
   template <fixed_string Name>
   [[nodiscard]] static constexpr std::size_t axis_index() noexcept {
-    // has_axis(Name...) in the condition: both compilers print it with the name beside the message.
+    // The name first (mesh_has_no_axis_named<Name>), then what to do.
+    static_assert(sizeof(detail::unknown_axis_report<Name, has_axis(Name.view())>) > 0);
     static_assert(has_axis(Name.view()),
-                  "shardwise::Mesh::axis_index: the mesh has no axis of that name; check the "
-                  "spelling against the Mesh's Axis<\"name\", extent> list (the name is the argument of "
-                  "has_axis(...) beside this message)");
+                  "shardwise::Mesh::axis_index: the mesh has no axis of that name (the error above names it); "
+                  "check the spelling against the Mesh's Axis<\"name\", extent> list");
     return static_cast<std::size_t>(index_of(Name.view()));
   }
 

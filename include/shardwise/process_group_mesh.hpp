@@ -138,13 +138,24 @@ class group_mesh_state {
 
 }  // namespace detail
 
-/// Runtime process groups over the axes of a Mesh.
-// Any type is accepted so that a non-mesh gets this message first, not a bare concept failure.
+namespace detail {
+/// ProcessGroupMesh's parameter check. A constraint, so that naming ProcessGroupMesh<X> (a
+/// reference parameter) already checks X; a static_assert inside it, so that the first error
+/// is this text rather than a bare "constraints not satisfied".
 template <typename M>
-class ProcessGroupMesh {
+struct checked_group_mesh_argument {
   static_assert(MeshType<M>,
                 "shardwise::ProcessGroupMesh<M>: M must be a mesh type; wrap the axes in shardwise::Mesh<...>, "
                 "as in ProcessGroupMesh<Mesh<Axis<\"x\", 2>>>");
+  static constexpr bool value = true;
+};
+template <typename M>
+concept group_mesh_argument = checked_group_mesh_argument<M>::value;
+}  // namespace detail
+
+/// Runtime process groups over the axes of a Mesh.
+template <detail::group_mesh_argument M>
+class ProcessGroupMesh {
 
  public:
   using mesh_type = M;                                   ///< The Mesh the groups are over.
@@ -197,9 +208,10 @@ class ProcessGroupMesh {
   /// The group along axes named at compile time: group_along<"dp", "sp">().
   template <fixed_string... Names>
   AnyCommunicator& group_along() const {
+    static_assert(((sizeof(detail::unknown_axis_report<Names, M::has_axis(Names.view())>) > 0) && ...));
     static_assert(((M::index_of(Names.view()) >= 0) && ...),
-                  "shardwise::ProcessGroupMesh::group_along<...>: the mesh has no axis of that name; check the "
-                  "spelling against the Mesh's Axis<\"name\", extent> list");
+                  "shardwise::ProcessGroupMesh::group_along<...>: the mesh has no axis of that name (the error "
+                  "above names it); check the spelling against the Mesh's Axis<\"name\", extent> list");
     static constexpr detail::axis_list axes{M::index_of(Names.view())...};
     static_assert(distinct(axes), "shardwise::ProcessGroupMesh::group_along<...>: an axis is named twice");
     return state("group_along").group_along(axes);

@@ -203,14 +203,14 @@ constexpr ShardingError sharding_error() {
 }
 
 /// One axis name of a sharding, checked against the mesh. A template per name so that the
-/// compilers print the name beside the message: clang in the failed requirement, g++ in the
-/// note on what evaluates to false.
+/// name is on the first error line (mesh_has_no_axis_named<Name>, see mesh.hpp), and the
+/// message with the fix right after it.
 template <MeshType M, fixed_string Name>
 struct checked_axis_name {
+  static_assert(sizeof(unknown_axis_report<Name, M::has_axis(Name.view())>) > 0);
   static_assert(M::has_axis(Name.view()),
-                "shardwise: the sharding names an axis that the Mesh does not have; check the spelling "
-                "against the Mesh's Axis<\"name\", extent> list (the name is the argument of has_axis(...) "
-                "beside this message)");
+                "shardwise: the sharding names an axis that the Mesh does not have (the error above names it); "
+                "check the spelling against the Mesh's Axis<\"name\", extent> list");
 };
 
 // Completing a checker instantiates its static_asserts (a sizeof is never 0). Not base

@@ -14,7 +14,12 @@ the line is a to-do, not a waiver: remove it once the first error is right.
 A line `// expect-beside-first-error: TEXT` asks for TEXT (e.g. the misspelt name, which a
 static_assert message cannot hold) in the first error line or in the notes that belong to it
 (the diagnostics after it up to the next error, such as g++'s note on what evaluated to
-false, or clang's note on the instantiation), so that it is where the user reads.
+false, or clang's note on the instantiation), so that it is where the user reads. A line `// expect-on-first-error: TEXT` asks for TEXT on
+the first error line itself (a misspelt axis name: the library reports it as an incomplete
+type that holds the name).
+
+A line `// single-error` asks for exactly one error line: the library's message, with no
+cascade of follow-on errors after it.
 
 usage: check_compile_error.py SOURCE -- COMPILER [ARGS...]
 """
@@ -25,6 +30,8 @@ import sys
 ERROR_MARK = "error:"
 NOT_YET_MARK = "// first-error: not yet"
 BESIDE_MARK = "// expect-beside-first-error:"
+ON_FIRST_MARK = "// expect-on-first-error:"
+SINGLE_MARK = "// single-error"
 DIAGNOSTIC = re.compile(r"^\S.*:\d+:\d+: (error|warning|note):")
 
 
@@ -59,6 +66,8 @@ def main() -> int:
         lines = f.readlines()
     expected = [line.split("// expect:", 1)[1].strip() for line in lines if line.startswith("// expect:")]
     beside = [line.split(BESIDE_MARK, 1)[1].strip() for line in lines if line.startswith(BESIDE_MARK)]
+    on_first = [line.split(ON_FIRST_MARK, 1)[1].strip() for line in lines if line.startswith(ON_FIRST_MARK)]
+    single = any(line.startswith(SINGLE_MARK) for line in lines)
     strict = not any(line.startswith(NOT_YET_MARK) for line in lines)
     if not expected:
         print(f"{source}: no '// expect:' line, nothing to check")
@@ -74,13 +83,21 @@ def main() -> int:
     first_ok = first is not None and expected[0] in first
     region = first_error_and_its_notes(output)
     not_beside = [text for text in beside if not any(text in line for line in region)]
-    if missing or not_beside or (strict and not first_ok):
+    not_on_first = [text for text in on_first if first is None or text not in first]
+    error_lines = [line for line in output.splitlines() if ERROR_MARK in line]
+    cascade = single and len(error_lines) != 1
+    if missing or not_beside or not_on_first or cascade or (strict and not first_ok):
         print(f"{source}: failed to compile, but without the expected message")
         for text in missing:
             print(f"  missing: {text}")
         for text in not_beside:
             print(f"  not in the first error line nor in its notes: {text}")
             print("  (those are:\n    " + "\n    ".join(region) + ")")
+        for text in not_on_first:
+            print(f"  not on the first error line: {text}")
+        if cascade:
+            print(f"  {len(error_lines)} error lines, but only the library's one may be reported:")
+            print("    " + "\n    ".join(error_lines))
         if strict and not first_ok:
             print(f"  the first error line does not contain: {expected[0]}")
             print(f"  first error line: {first}")

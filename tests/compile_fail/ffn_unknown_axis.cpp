@@ -1,6 +1,7 @@
 // A typo in an axis name of a FeedForward's weight.
+// expect: mesh_has_no_axis_named<
+// expect-on-first-error: fixed_string<3>{"pt"}>
 // expect: the sharding names an axis that the Mesh does not have
-// expect-beside-first-error: has_axis(shardwise::detail::fixed_string<3>{"pt"}
 #include "shardwise/nn/ffn_policy.hpp"
 namespace sw = shardwise;
 using Tp = sw::Mesh<sw::Axis<"tp", 4>>;

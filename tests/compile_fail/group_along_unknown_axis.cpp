@@ -1,6 +1,7 @@
 // A misspelt axis name in group_along<...>() does not compile.
+// expect: mesh_has_no_axis_named<
+// expect-on-first-error: fixed_string<3>{"pt"}>
 // expect: the mesh has no axis of that name
-// expect-beside-first-error: index_of(shardwise::detail::fixed_string<3>{"pt"}
 #include "shardwise/comm/virtual_cluster.hpp"
 #include "shardwise/process_group_mesh.hpp"
 

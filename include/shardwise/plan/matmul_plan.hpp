@@ -123,6 +123,14 @@ struct matmul_analysis : contraction_analysis<M, matmul_indices, ShA, ShB, ShC, 
   }();
 };
 
+/// A requested output that is NaturalOutput, or a sharding of two dimensions (or not a
+/// TensorSharding at all, which has a message of its own).
+template <typename ShC>
+inline constexpr bool matrix_output_request = [] {
+  if constexpr (is_tensor_sharding_v<ShC>) return ShC::rank == 2;
+  else return true;
+}();
+
 }  // namespace detail
 
 /// Whether C = A * B with these shardings (and requested output, and variant) has a plan:
@@ -142,6 +150,11 @@ inline constexpr std::string_view matmul_error_v =
 template <MeshType M, TensorShardingType ShA, TensorShardingType ShB, typename ShC = NaturalOutput,
           detail::MatmulVariant Variant = variant::Standard>
 struct matmul_plan {
+  // First, so that it is the first error: a requested C of another rank than a matrix's.
+  static_assert(detail::matrix_output_request<ShC>,
+                "shardwise::matmul: the requested sharding of C must have two dimensions, "
+                "TensorSharding<rows, columns> (a Partial<...> may follow them): C = A * B is a matrix");
+
  private:
   // Completing the checkers reports a bad sharding once, with its own message.
   // Via's kernel layouts are shardings too, checked the same way.
@@ -166,11 +179,20 @@ struct matmul_plan {
                 "(or NaturalOutput)");
 
  private:
-  static constexpr bool output_valid = inputs_valid && detail::checked_sharding<M, output_sharding, 2>::value;
+  static constexpr bool output_checked() {
+    if constexpr (detail::matrix_output_request<ShC>) return detail::checked_sharding<M, output_sharding, 2>::value;
+    else return false;  // reported above, once
+  }
+  static constexpr bool output_valid = inputs_valid && output_checked();
   static constexpr detail::MatmulError error = output_valid ? analysis::error : detail::MatmulError::none;
 #define SHARDWISE_MATMUL_ERROR_ASSERT(name, text) static_assert(error != detail::MatmulError::name, text);
   SHARDWISE_MATMUL_ERRORS(SHARDWISE_MATMUL_ERROR_ASSERT)
 #undef SHARDWISE_MATMUL_ERROR_ASSERT
+
+ public:
+  /// False when one of the static_asserts above failed: the operations compile nothing more, so
+  /// that the library's message is the only error.
+  static constexpr bool compiles = output_valid && error == detail::MatmulError::none;
 
  public:
   /// One of policy::Unsharded, MatchedInner, UnmatchedInner, Outer, Full.
