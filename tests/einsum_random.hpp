@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <array>
+#include <complex>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -40,6 +41,8 @@ struct EinsumCase {
   detail::VariantKind variant = detail::VariantKind::standard;
   IndexExtents extents;
   std::uint64_t seed = 0;
+  /// The scalar the case runs in: double, std::complex<double> or std::complex<float>.
+  enum class Scalar { f64, c128, c64 } scalar = Scalar::f64;
 
   [[nodiscard]] int ranks() const {
     int p = 1;
@@ -69,7 +72,8 @@ struct EinsumCase {
       const auto e = operand_extents()[static_cast<std::size_t>(op)];
       for (int d = 0; d < ix.ranks[static_cast<std::size_t>(op)]; ++d) text << (d ? "," : "") << e[static_cast<std::size_t>(d)];
     }
-    text << ", data seed " << seed;
+    text << ", data seed " << seed
+         << (scalar == Scalar::c128 ? ", complex<double>" : scalar == Scalar::c64 ? ", complex<float>" : ", double");
     const auto p = plan();
     if (p.error.ok()) text << ": " << detail::describe_schedule(p.steps, ix.names, names);
     return text.str();
@@ -160,25 +164,37 @@ inline EinsumCase draw_einsum_case(std::mt19937_64& draw, const std::vector<std:
   for (char l : c.spec)
     if (detail::is_index_letter(l)) c.extents.set(l, uniform(0, 19) == 0 ? 0 : uniform(1, 6));
   c.seed = draw();
+  // Half the cases in double, the others complex (8- and 16-byte scalars in the cost model).
+  const int kind = uniform(0, 3);
+  c.scalar = kind == 2 ? EinsumCase::Scalar::c128 : kind == 3 ? EinsumCase::Scalar::c64 : EinsumCase::Scalar::f64;
   return c;
 }
 
 /// Row-major global data of one operand, the same on every rank.
-inline std::vector<double> random_tensor(const detail::tensor_extents& e, int rank, std::uint64_t seed) {
+template <typename Scalar = double>
+std::vector<Scalar> random_tensor(const detail::tensor_extents& e, int rank, std::uint64_t seed) {
   std::mt19937_64 engine(seed);
   std::uniform_real_distribution<double> u(-1.0, 1.0);
-  std::vector<double> data(static_cast<std::size_t>(detail::element_count(e, rank)));
-  for (double& x : data) x = u(engine);
+  std::vector<Scalar> data(static_cast<std::size_t>(detail::element_count(e, rank)));
+  for (Scalar& x : data) {
+    if constexpr (detail::is_complex_v<Scalar>) {
+      const double re = u(engine), im = u(engine);
+      x = Scalar(static_cast<typename Scalar::value_type>(re), static_cast<typename Scalar::value_type>(im));
+    } else {
+      x = static_cast<Scalar>(u(engine));
+    }
+  }
   return data;
 }
 
 /// C = einsum(A, B) serially, by loops over every index (the reference).
-inline std::vector<double> serial_einsum(const EinsumCase& c, const std::vector<double>& a, const std::vector<double>& b) {
+template <typename Scalar>
+std::vector<Scalar> serial_einsum(const EinsumCase& c, const std::vector<Scalar>& a, const std::vector<Scalar>& b) {
   const detail::operand_extents e = c.operand_extents();
   std::string all;
   for (char l : c.spec)
     if (detail::is_index_letter(l) && all.find(l) == std::string::npos) all += l;
-  std::vector<double> out(static_cast<std::size_t>(detail::element_count(e[2], c.ix.ranks[2])), 0.0);
+  std::vector<Scalar> out(static_cast<std::size_t>(detail::element_count(e[2], c.ix.ranks[2])), Scalar(0));
   std::int64_t total = 1;
   for (char l : all) total *= c.extents[l];
   std::array<std::int64_t, 26> value{};
@@ -203,43 +219,46 @@ inline std::vector<double> serial_einsum(const EinsumCase& c, const std::vector<
   return out;
 }
 
-/// What one rank saw.
+/// What one rank saw: the relative error (to be at most `tolerance`: 1e-12 in double
+/// precision, 1e-5 in single) and the bytes sent against the model.
 struct EinsumOutcome {
   double error = 0;
+  double tolerance = 1e-12;
   Traffic measured, modeled;
 };
 
 /// This rank's block of a row-major global tensor.
-inline std::vector<double> block_of(const std::vector<double>& global, const detail::tensor_axes& t,
-                                    const detail::tensor_extents& e, const detail::block_geometry& geo) {
+template <typename Scalar>
+std::vector<Scalar> block_of(const std::vector<Scalar>& global, const detail::tensor_axes& t,
+                             const detail::tensor_extents& e, const detail::block_geometry& geo) {
   detail::tensor_extents offsets{};
   for (int d = 0; d < t.rank; ++d) offsets[static_cast<std::size_t>(d)] = geo.offset(e[static_cast<std::size_t>(d)], t.dim(d));
   const detail::tensor_extents local = detail::local_extents(t, e, geo);
-  std::vector<double> block(static_cast<std::size_t>(detail::element_count(local, t.rank)));
+  std::vector<Scalar> block(static_cast<std::size_t>(detail::element_count(local, t.rank)));
   detail::copy_box(global.data(), block.data(), e, offsets, local, t.rank, true);
   return block;
 }
 
-/// Runs case `c` (whose plan is valid) on this rank of `groups`, counting into `counters`.
-template <typename M>
-EinsumOutcome run_einsum_case(ProcessGroupMesh<M>& groups, const EinsumCase& c, const CommCounters& counters) {
+/// Runs case `c` (whose plan is valid) in Scalar on this rank of `groups`, counting into `counters`.
+template <typename Scalar, typename M>
+EinsumOutcome run_einsum_case_as(ProcessGroupMesh<M>& groups, const EinsumCase& c, const CommCounters& counters) {
   const detail::contraction_plan_data plan = c.plan();
   const detail::operand_extents e = c.operand_extents();
   const detail::block_geometry geo = groups.geometry();
-  const auto a_global = random_tensor(e[0], c.ix.ranks[0], c.seed);
-  const auto b_global = random_tensor(e[1], c.ix.ranks[1], c.seed + 1);
+  const auto a_global = random_tensor<Scalar>(e[0], c.ix.ranks[0], c.seed);
+  const auto b_global = random_tensor<Scalar>(e[1], c.ix.ranks[1], c.seed + 1);
   const auto a = block_of(a_global, c.a, e[0], geo);
   const auto b = block_of(b_global, c.b, e[1], geo);
 
   const detail::program p =
       detail::lower(plan.steps, plan.start, c.ix, 0, detail::dim_order::row_major(c.ix.ranks[0]),
                     detail::dim_order::row_major(c.ix.ranks[1]), {}, detail::dim_order::row_major(c.ix.ranks[2]));
-  std::vector<double> out(static_cast<std::size_t>(detail::element_count(detail::local_extents(c.c, e[2], geo), c.ix.ranks[2])));
+  std::vector<Scalar> out(static_cast<std::size_t>(detail::element_count(detail::local_extents(c.c, e[2], geo), c.ix.ranks[2])));
   EinsumOutcome outcome;
   const Traffic before = counters.total();
-  detail::executor<double, true>(p, groups.state(), e, {a.data(), b.data(), nullptr, out.data()}).run();
+  detail::executor<Scalar, true>(p, groups.state(), e, {a.data(), b.data(), nullptr, out.data()}).run();
   outcome.measured = counters.total() - before;
-  outcome.modeled = detail::schedule_traffic(plan.steps, plan.start, e, geo, sizeof(double), 0);
+  outcome.modeled = detail::schedule_traffic(plan.steps, plan.start, e, geo, sizeof(Scalar), 0);
 
   // Gather C (reducing a Partial) with a reshard program, and compare.
   detail::tensor_axes replicated;
@@ -251,16 +270,28 @@ EinsumOutcome run_einsum_case(ProcessGroupMesh<M>& groups, const EinsumCase& c, 
   state[Operand::C] = c.c;
   const auto order = detail::dim_order::row_major(c.ix.ranks[2]);
   const detail::program g = detail::lower(steps, state, detail::reshard_indices(c.ix.ranks[2]), 0, {}, {}, order, order);
-  std::vector<double> whole(static_cast<std::size_t>(detail::element_count(e[2], c.ix.ranks[2])));
-  detail::executor<double, false>(g, groups.state(), {{{}, {}, e[2]}}, {nullptr, nullptr, out.data(), whole.data()}).run();
+  std::vector<Scalar> whole(static_cast<std::size_t>(detail::element_count(e[2], c.ix.ranks[2])));
+  detail::executor<Scalar, false>(g, groups.state(), {{{}, {}, e[2]}}, {nullptr, nullptr, out.data(), whole.data()}).run();
   const auto want = serial_einsum(c, a_global, b_global);
   double diff = 0, scale = 0;
   for (std::size_t i = 0; i < want.size(); ++i) {
-    diff = std::max(diff, std::abs(whole[i] - want[i]));
-    scale = std::max(scale, std::abs(want[i]));
+    diff = std::max(diff, static_cast<double>(std::abs(whole[i] - want[i])));
+    scale = std::max(scale, static_cast<double>(std::abs(want[i])));
   }
   outcome.error = scale > 0 ? diff / scale : diff;
+  if constexpr (std::is_same_v<Scalar, std::complex<float>>) outcome.tolerance = 1e-5;
   return outcome;
+}
+
+/// Runs case `c` (whose plan is valid) in its scalar type on this rank of `groups`.
+template <typename M>
+EinsumOutcome run_einsum_case(ProcessGroupMesh<M>& groups, const EinsumCase& c, const CommCounters& counters) {
+  switch (c.scalar) {
+    case EinsumCase::Scalar::c128: return run_einsum_case_as<std::complex<double>>(groups, c, counters);
+    case EinsumCase::Scalar::c64: return run_einsum_case_as<std::complex<float>>(groups, c, counters);
+    case EinsumCase::Scalar::f64: break;
+  }
+  return run_einsum_case_as<double>(groups, c, counters);
 }
 
 }  // namespace shardwise::testing

@@ -2,6 +2,7 @@
 // meshes, every output option and variant, and a pool for the randomized test.
 #pragma once
 
+#include <complex>
 #include <functional>
 #include <random>
 #include <sstream>
@@ -91,10 +92,14 @@ struct for_pairs {
 /// 1-D: every sharding of A and B on one axis, every output option and variant.
 std::vector<PlanCase<Line>> line_cases_fp64();
 std::vector<PlanCase<Line>> line_cases_fp32();
+/// The same in std::complex<double> and (the first half) std::complex<float>.
+std::vector<PlanCase<Line>> line_cases_complex();
 /// 2-D: the seed's cases, the other families, two-axis splits in both orders.
 std::vector<PlanCase<Grid>> grid_cases_fp64();
 /// 2-D in fp32: the seed's cases.
 std::vector<PlanCase<Grid>> grid_cases_fp32();
+/// 2-D in std::complex<double>: the seed's cases, SUMMA, ring and 2.5D-free families.
+std::vector<PlanCase<Grid>> grid_cases_complex();
 /// 3-D: matched k over one axis with both outer dimensions split; gathers over two axes.
 std::vector<PlanCase<Cube>> cube_cases_fp64();
 /// 2.5D on layers z, from replicated inputs and from inputs stored once, and the 3-D algorithm.

@@ -10,6 +10,16 @@ std::vector<PlanCase<Grid>> grid_cases_fp32() {
   return cases;
 }
 
+std::vector<PlanCase<Grid>> grid_cases_complex() {
+  using Z = std::complex<double>;
+  std::vector<PlanCase<Grid>> cases;
+  add_seed_cases<Z>(cases);
+  add_case<Grid, Z, TS<S<"x">, S<"y">>, TS<S<"x">, S<"y">>, NaturalOutput, variant::Summa<3>>(cases);
+  add_case<Grid, Z, TS<S<"x">, R>, TS<S<"y">, R>, NaturalOutput, variant::Ring>(cases);
+  add_case<Grid, std::complex<float>, TS<S<"x">, S<"y">>, TS<S<"x">, S<"y">>, NaturalOutput, variant::Summa<3>>(cases);
+  return cases;
+}
+
 std::vector<PlanCase<Cube>> cube_cases_fp64() {
   std::vector<PlanCase<Cube>> cases;
   for_pairs<Cube, double, TS<S<"x">, S<"z">>, TS<R, S<"z", "y">>>::template add<TS<S<"z">, S<"y">>, TS<S<"y", "z">, R>>(cases);

@@ -20,22 +20,34 @@ Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic> random_matrix(std::int64_t
   std::uniform_real_distribution<double> uniform(-1.0, 1.0);
   Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic> m(rows, cols);
   for (Eigen::Index j = 0; j < m.cols(); ++j)
-    for (Eigen::Index i = 0; i < m.rows(); ++i) m(i, j) = static_cast<Scalar>(uniform(engine));
+    for (Eigen::Index i = 0; i < m.rows(); ++i) {
+      if constexpr (detail::is_complex_v<Scalar>) {
+        const double re = uniform(engine), im = uniform(engine);
+        m(i, j) = Scalar(static_cast<typename Scalar::value_type>(re), static_cast<typename Scalar::value_type>(im));
+      } else {
+        m(i, j) = static_cast<Scalar>(uniform(engine));
+      }
+    }
   return m;
 }
 
-/// ||got - want||_F / ||want||_F, computed in double (0 when both are empty or zero).
+/// The scalar a reference is computed in: double, or std::complex<double> for complex ones.
+template <typename Scalar>
+using wide_t = std::conditional_t<detail::is_complex_v<Scalar>, std::complex<double>, double>;
+
+/// ||got - want||_F / ||want||_F, computed in double precision (0 when both are empty or zero).
 template <typename A, typename B>
 double relative_error(const A& got, const B& want) {
-  const double scale = want.template cast<double>().norm();
-  const double diff = (got.template cast<double>() - want.template cast<double>()).norm();
+  using W = wide_t<typename A::Scalar>;
+  const double scale = want.template cast<W>().norm();
+  const double diff = (got.template cast<W>() - want.template cast<W>()).norm();
   return scale == 0.0 ? diff : diff / scale;
 }
 
-/// The relative error allowed against serial Eigen: fp64 1e-12, fp32 1e-4.
+/// The relative error allowed against serial Eigen: 1e-12 in double precision, 1e-4 in single.
 template <typename Scalar>
 constexpr double tolerance() {
-  return std::is_same_v<Scalar, double> ? 1e-12 : 1e-4;
+  return std::is_same_v<Scalar, double> || std::is_same_v<Scalar, std::complex<double>> ? 1e-12 : 1e-4;
 }
 
 /// What one rank saw in one case.
@@ -75,7 +87,8 @@ CaseResult run_case(ProcessGroupMesh<M>& groups, MatmulShape shape, std::uint64_
   result.local_shape_ok = c.local().rows() == geo.extent(shape.m, out.dims[0]) &&
                           c.local().cols() == geo.extent(shape.n, out.dims[1]);
 
-  const auto reference = (a_global.template cast<double>() * b_global.template cast<double>()).eval();
+  using W = wide_t<Scalar>;
+  const auto reference = (a_global.template cast<W>() * b_global.template cast<W>()).eval();
   result.error = relative_error(c.to_global(), reference);
   return result;
 }

@@ -49,12 +49,14 @@ constexpr sw::MatmulShape uneven{13, 19, 11};
 TEST(MatmulMpi, Line) {
   run_all(line_cases_fp64(), Line{world_size()}, {even, uneven});
   run_all(line_cases_fp32(), Line{world_size()}, {uneven});
+  run_all(line_cases_complex(), Line{world_size()}, {uneven});
 }
 
 TEST(MatmulMpi, GridSeedCasesAndFamilies) {
   const int p = world_size();
   run_all(grid_cases_fp64(), Grid{2, p / 2}, {even, uneven});
   run_all(grid_cases_fp32(), Grid{2, p / 2}, {even, uneven});
+  run_all(grid_cases_complex(), Grid{2, p / 2}, {uneven});
   if (p > 2) run_all(grid_cases_fp64(), Grid{p / 2, 2}, {uneven});
 }
 

@@ -73,6 +73,13 @@ TEST(MatmulVirtual, LineFloat) {
   for (int ranks : {2, 3}) run_all(line_cases_fp32(), Line{ranks}, {even, uneven});
 }
 
+TEST(MatmulVirtual, LineAndGridComplex) {
+  const auto cases = line_cases_complex();
+  EXPECT_GE(cases.size(), 20u);
+  for (int ranks : {2, 3}) run_all(cases, Line{ranks}, {even, uneven});
+  run_all(grid_cases_complex(), Grid{2, 3}, {even, uneven});
+}
+
 TEST(MatmulVirtual, GridSeedCasesAndFamilies) {
   const auto cases = grid_cases_fp64();
   run_all(cases, Grid{2, 4}, {even, uneven});

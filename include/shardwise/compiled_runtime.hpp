@@ -26,8 +26,12 @@ namespace shardwise {
 namespace detail {
 SHARDWISE_PERMUTE_INSTANTIATIONS(, float)
 SHARDWISE_PERMUTE_INSTANTIATIONS(, double)
+SHARDWISE_PERMUTE_INSTANTIATIONS(, std::complex<float>)
+SHARDWISE_PERMUTE_INSTANTIATIONS(, std::complex<double>)
 SHARDWISE_EXECUTOR_INSTANTIATIONS(, float)
 SHARDWISE_EXECUTOR_INSTANTIATIONS(, double)
+SHARDWISE_EXECUTOR_INSTANTIATIONS(, std::complex<float>)
+SHARDWISE_EXECUTOR_INSTANTIATIONS(, std::complex<double>)
 template class CollectiveApi<AnyCommunicator>;
 template struct AnyCommModel<MpiCommunicator>;
 }  // namespace detail

@@ -208,10 +208,7 @@ class ProcessGroupMesh {
   /// The group along axes named at compile time: group_along<"dp", "sp">().
   template <fixed_string... Names>
   AnyCommunicator& group_along() const {
-    static_assert(((sizeof(detail::unknown_axis_report<Names, M::has_axis(Names.view())>) > 0) && ...));
-    static_assert(((M::index_of(Names.view()) >= 0) && ...),
-                  "shardwise::ProcessGroupMesh::group_along<...>: the mesh has no axis of that name (the error "
-                  "above names it); check the spelling against the Mesh's Axis<\"name\", extent> list");
+    static_assert(((sizeof(detail::checked_mesh_axis_name<Names, M::has_axis(Names.view())>) > 0) && ...));
     static constexpr detail::axis_list axes{M::index_of(Names.view())...};
     static_assert(distinct(axes), "shardwise::ProcessGroupMesh::group_along<...>: an axis is named twice");
     return state("group_along").group_along(axes);

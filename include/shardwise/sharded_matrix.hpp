@@ -152,8 +152,9 @@ template <typename Scalar, MeshType M, typename Sh, int Order = detail::default_
 class ShardedMatrix : public detail::matrix_block<Scalar, Order> {
   using base = detail::matrix_block<Scalar, Order>;
 
-  static_assert(std::is_same_v<Scalar, float> || std::is_same_v<Scalar, double>,
-                "shardwise::ShardedMatrix: the scalar type must be float or double");
+  static_assert(detail::is_array_scalar_v<Scalar>,
+                "shardwise::ShardedMatrix: the scalar type must be float, double, std::complex<float> or "
+                "std::complex<double>");
   static_assert(Order == Eigen::RowMajor || Order == Eigen::ColMajor,
                 "shardwise::ShardedMatrix: the storage order must be Eigen::RowMajor or Eigen::ColMajor");
   // Completing the checker instantiates its static_asserts: a bad sharding is reported once,
@@ -161,7 +162,7 @@ class ShardedMatrix : public detail::matrix_block<Scalar, Order> {
   static_assert(sizeof(detail::checked_matrix_sharding<M, Sh>) > 0);
 
  public:
-  using scalar_type = Scalar;  ///< The element type: float or double.
+  using scalar_type = Scalar;  ///< The element type: float, double or a std::complex of one.
   using mesh_type = M;         ///< The mesh it is distributed over.
   using sharding = Sh;         ///< How its rows and columns are split (a TensorSharding of rank 2).
   /// Storage order of this rank's block: Eigen::RowMajor or Eigen::ColMajor.

@@ -87,12 +87,13 @@ concept row_major_tensor_like = requires(const T& t) {
 /// A tensor distributed over the mesh M as the sharding Sh says (Sh::rank dimensions, 1 to 6).
 template <typename Scalar, MeshType M, typename Sh>
 class ShardedTensor {
-  static_assert(std::is_same_v<Scalar, float> || std::is_same_v<Scalar, double>,
-                "shardwise::ShardedTensor: the scalar type must be float or double");
+  static_assert(detail::is_array_scalar_v<Scalar>,
+                "shardwise::ShardedTensor: the scalar type must be float, double, std::complex<float> or "
+                "std::complex<double>");
   static_assert(sizeof(detail::checked_tensor_sharding<M, Sh>) > 0);
 
  public:
-  using scalar_type = Scalar;  ///< The element type: float or double.
+  using scalar_type = Scalar;  ///< The element type: float, double or a std::complex of one.
   using mesh_type = M;         ///< The mesh it is distributed over.
   using sharding = Sh;         ///< How its dimensions are split (a TensorSharding).
   /// Number of dimensions.

@@ -76,6 +76,15 @@ inline void check_size(const char* function, const char* argument, std::size_t a
     throw_size_mismatch(function, argument, static_cast<std::int64_t>(actual), expected, rule);
 }
 
+/// Complex numbers have no order: their reductions are sums only.
+template <typename T>
+void check_reduction(const char* function, ReduceOp op) {
+  if constexpr (is_complex_v<T>)
+    if (op != ReduceOp::sum) [[unlikely]]
+      fail({"shardwise::", function, ": ", name_of(op),
+            " of complex numbers is not defined (they have no order); reduce them with ReduceOp::sum"});
+}
+
 inline void check_rank(const char* function, const char* argument, int rank, int size) {
   if (rank < 0 || rank >= size) [[unlikely]]
     fail({"shardwise::", function, ": `", argument, "` is ", rank, " but the communicator has ranks 0..", size - 1});
@@ -122,6 +131,7 @@ class CollectiveApi {
     const auto o = output_span(out);
     check_size("all_reduce", "out", o.size(), static_cast<std::int64_t>(i.size()), "in.size()");
     check_disjoint<T>("all_reduce", i, o, o.data());
+    check_reduction<T>("all_reduce", op);
     RawAccess::all_reduce(self(), i.data(), o.data(), ssize(i), datatype_of<T>, op);
   }
 
@@ -129,6 +139,7 @@ class CollectiveApi {
   template <output_buffer InOut>
   void all_reduce(InOut&& inout, ReduceOp op = ReduceOp::sum) {
     const auto b = output_span(inout);
+    check_reduction<scalar_of<InOut>>("all_reduce", op);
     RawAccess::all_reduce(self(), b.data(), b.data(), ssize(b), datatype_of<scalar_of<InOut>>, op);
   }
 
@@ -175,6 +186,7 @@ class CollectiveApi {
     check_size("reduce_scatter", "in", i.size(), total, "sum(counts)");
     check_size("reduce_scatter", "out", o.size(), counts[static_cast<std::size_t>(my_rank())], "counts[rank()]");
     check_disjoint<T>("reduce_scatter", i, o);
+    check_reduction<T>("reduce_scatter", op);
     RawAccess::reduce_scatter(self(), i.data(), o.data(), counts, datatype_of<T>, op);
   }
 
@@ -187,6 +199,7 @@ class CollectiveApi {
     const auto o = output_span(out);
     check_size("reduce_scatter_block", "in", i.size(), ssize(o) * my_size(), "size() * out.size()");
     check_disjoint<T>("reduce_scatter_block", i, o);
+    check_reduction<T>("reduce_scatter_block", op);
     RawAccess::reduce_scatter_block(self(), i.data(), o.data(), ssize(o), datatype_of<T>, op);
   }
 

@@ -64,6 +64,8 @@ inline void mpi_check(int code, const char* call) {
   switch (type) {
     case Datatype::f32: return MPI_FLOAT;
     case Datatype::f64: return MPI_DOUBLE;
+    case Datatype::c64: return MPI_C_FLOAT_COMPLEX;  // the layout of std::complex<float>
+    case Datatype::c128: return MPI_C_DOUBLE_COMPLEX;
     case Datatype::i32: return MPI_INT;
     case Datatype::i64: return MPI_INT64_T;
   }

@@ -4,6 +4,7 @@
 // typed on the four CommScalar types; a backend sees them as a Datatype tag.
 #pragma once
 
+#include <complex>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -23,10 +24,12 @@ enum class ReduceOp {
   min   ///< Element-wise minimum.
 };
 
-/// The element types a Communicator moves: float, double, int and std::int64_t.
+/// The element types a Communicator moves: float, double, std::complex<float>,
+/// std::complex<double>, int and std::int64_t. Complex numbers are summed, never compared:
+/// max and min of them are refused.
 template <typename T>
-concept CommScalar = std::same_as<T, float> || std::same_as<T, double> || std::same_as<T, int> ||
-                     std::same_as<T, std::int64_t>;
+concept CommScalar = std::same_as<T, float> || std::same_as<T, double> || std::same_as<T, std::complex<float>> ||
+                     std::same_as<T, std::complex<double>> || std::same_as<T, int> || std::same_as<T, std::int64_t>;
 
 /// Base of every error raised by a communication backend.
 class CommError : public std::runtime_error {
@@ -89,18 +92,29 @@ class DeadlockError : public CommError {
 namespace detail {
 
 /// The element type of a message, as the untyped backend interface sees it.
-enum class Datatype : std::uint8_t { f32, f64, i32, i64 };
+enum class Datatype : std::uint8_t { f32, f64, c64, c128, i32, i64 };
 
 template <CommScalar T>
-inline constexpr Datatype datatype_of = std::same_as<T, float>    ? Datatype::f32
-                                        : std::same_as<T, double> ? Datatype::f64
-                                        : std::same_as<T, int>    ? Datatype::i32
-                                                                  : Datatype::i64;
+inline constexpr Datatype datatype_of = std::same_as<T, float>                  ? Datatype::f32
+                                        : std::same_as<T, double>               ? Datatype::f64
+                                        : std::same_as<T, std::complex<float>>  ? Datatype::c64
+                                        : std::same_as<T, std::complex<double>> ? Datatype::c128
+                                        : std::same_as<T, int>                  ? Datatype::i32
+                                                                                : Datatype::i64;
+
+/// Whether T is std::complex<float> or std::complex<double>.
+template <typename T>
+inline constexpr bool is_complex_v = std::same_as<T, std::complex<float>> || std::same_as<T, std::complex<double>>;
+/// The scalars of distributed arrays: float, double and their std::complex.
+template <typename T>
+inline constexpr bool is_array_scalar_v = std::same_as<T, float> || std::same_as<T, double> || is_complex_v<T>;
 
 [[nodiscard]] constexpr std::size_t size_of(Datatype type) noexcept {
   switch (type) {
     case Datatype::f32: return sizeof(float);
     case Datatype::f64: return sizeof(double);
+    case Datatype::c64: return sizeof(std::complex<float>);
+    case Datatype::c128: return sizeof(std::complex<double>);
     case Datatype::i32: return sizeof(int);
     case Datatype::i64: return sizeof(std::int64_t);
   }
@@ -111,6 +125,8 @@ inline constexpr Datatype datatype_of = std::same_as<T, float>    ? Datatype::f3
   switch (type) {
     case Datatype::f32: return "float";
     case Datatype::f64: return "double";
+    case Datatype::c64: return "complex<float>";
+    case Datatype::c128: return "complex<double>";
     case Datatype::i32: return "int";
     case Datatype::i64: return "int64";
   }

@@ -71,10 +71,11 @@ void reduce_as(void* acc, const void* in, std::int64_t n, ReduceOp op) {
       }
       break;
     case ReduceOp::max:
-      for (std::int64_t i = 0; i < n; ++i) a[i] = a[i] < b[i] ? b[i] : a[i];
-      break;
     case ReduceOp::min:
-      for (std::int64_t i = 0; i < n; ++i) a[i] = b[i] < a[i] ? b[i] : a[i];
+      if constexpr (!is_complex_v<T>) {  // refused for complex numbers before they get here
+        for (std::int64_t i = 0; i < n; ++i)
+          a[i] = (op == ReduceOp::max ? a[i] < b[i] : b[i] < a[i]) ? b[i] : a[i];
+      }
       break;
   }
 }
@@ -84,6 +85,8 @@ inline void reduce_into(Datatype type, ReduceOp op, void* acc, const void* in, s
   switch (type) {
     case Datatype::f32: return reduce_as<float>(acc, in, n, op);
     case Datatype::f64: return reduce_as<double>(acc, in, n, op);
+    case Datatype::c64: return reduce_as<std::complex<float>>(acc, in, n, op);
+    case Datatype::c128: return reduce_as<std::complex<double>>(acc, in, n, op);
     case Datatype::i32: return reduce_as<int>(acc, in, n, op);
     case Datatype::i64: return reduce_as<std::int64_t>(acc, in, n, op);
   }

@@ -481,6 +481,8 @@ void execute(group_mesh_state& groups, const operand_extents& extents, const ope
 #if SHARDWISE_EXTERN_RUNTIME
 SHARDWISE_EXECUTOR_INSTANTIATIONS(extern, float)
 SHARDWISE_EXECUTOR_INSTANTIATIONS(extern, double)
+SHARDWISE_EXECUTOR_INSTANTIATIONS(extern, std::complex<float>)
+SHARDWISE_EXECUTOR_INSTANTIATIONS(extern, std::complex<double>)
 #endif
 
 }  // namespace shardwise::detail

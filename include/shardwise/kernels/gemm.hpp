@@ -17,6 +17,7 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <atomic>
+#include <complex>
 #include <cstdint>
 #include <limits>
 #include <stdexcept>
@@ -158,12 +159,17 @@ void blas_gemm(matrix_view<Scalar> c, matrix_view<const Scalar> a, matrix_view<c
   const auto op_a = a.row_major == c.row_major ? CblasNoTrans : CblasTrans;
   const auto op_b = b.row_major == c.row_major ? CblasNoTrans : CblasTrans;
   const int m = static_cast<int>(a.rows), n = static_cast<int>(b.cols), k = static_cast<int>(a.cols);
+  const int lda = static_cast<int>(a.ld), ldb = static_cast<int>(b.ld), ldc = static_cast<int>(c.ld);
+  const Scalar one(1);
   if constexpr (std::is_same_v<Scalar, double>)
-    cblas_dgemm(layout, op_a, op_b, m, n, k, 1.0, a.data, static_cast<int>(a.ld), b.data, static_cast<int>(b.ld), beta,
-                c.data, static_cast<int>(c.ld));
+    cblas_dgemm(layout, op_a, op_b, m, n, k, one, a.data, lda, b.data, ldb, beta, c.data, ldc);
+  else if constexpr (std::is_same_v<Scalar, float>)
+    cblas_sgemm(layout, op_a, op_b, m, n, k, one, a.data, lda, b.data, ldb, beta, c.data, ldc);
+  // Complex: a plain transpose (CblasTrans, not ConjTrans) for the other storage order, as above.
+  else if constexpr (std::is_same_v<Scalar, std::complex<double>>)
+    cblas_zgemm(layout, op_a, op_b, m, n, k, &one, a.data, lda, b.data, ldb, &beta, c.data, ldc);
   else
-    cblas_sgemm(layout, op_a, op_b, m, n, k, 1.0f, a.data, static_cast<int>(a.ld), b.data, static_cast<int>(b.ld),
-                beta, c.data, static_cast<int>(c.ld));
+    cblas_cgemm(layout, op_a, op_b, m, n, k, &one, a.data, lda, b.data, ldb, &beta, c.data, ldc);
 }
 #endif
 

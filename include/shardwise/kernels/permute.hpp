@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <array>
+#include <complex>
 #include <cstdint>
 #include <cstring>
 
@@ -129,6 +130,8 @@ void copy_box(const Scalar* from, Scalar* to, const tensor_extents& whole, const
 #if SHARDWISE_EXTERN_RUNTIME
 SHARDWISE_PERMUTE_INSTANTIATIONS(extern, float)
 SHARDWISE_PERMUTE_INSTANTIATIONS(extern, double)
+SHARDWISE_PERMUTE_INSTANTIATIONS(extern, std::complex<float>)
+SHARDWISE_PERMUTE_INSTANTIATIONS(extern, std::complex<double>)
 #endif
 
 }  // namespace shardwise::detail
