@@ -1,6 +1,7 @@
 // The virtual cluster: every collective on 1..16 ranks and every scalar type, the channel
 // statistics against traffic.hpp, the counting wrapper, AnyCommunicator, failures
 // (a throwing rank, deadlocks, mismatched calls) and subgroups.
+#include <complex>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -57,6 +58,27 @@ TEST(VirtualCluster, ArgumentErrorsAndWrongMessageSizes) {
       checks::check_argument_errors(any);
     });
   EXPECT_THROW(VirtualCluster(0), std::invalid_argument);
+}
+
+TEST(VirtualCluster, ComplexNumbersAreSummedNeverCompared) {
+  run_virtual_cluster(3, [](VirtualCommunicator& comm) {
+    const double r = comm.rank();
+    std::vector<std::complex<double>> v{{r, 1.0}, {1.0, -r}};
+    comm.all_reduce(v);
+    EXPECT_EQ(v[0], std::complex<double>(3.0, 3.0));
+    EXPECT_EQ(v[1], std::complex<double>(3.0, -3.0));
+    std::vector<std::complex<float>> in(3, {1.0f, 2.0f}), out(1);
+    comm.reduce_scatter_block(in, out);
+    EXPECT_EQ(out[0], std::complex<float>(3.0f, 6.0f));
+    try {
+      comm.all_reduce(v, sw::ReduceOp::max);
+      ADD_FAILURE() << "max of complex numbers was accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_STREQ(e.what(), "shardwise::all_reduce: max of complex numbers is not defined (they have no order); "
+                             "reduce them with ReduceOp::sum");
+    }
+    EXPECT_THROW(comm.reduce_scatter_block(in, out, sw::ReduceOp::min), std::invalid_argument);
+  });
 }
 
 TEST(VirtualCluster, Subgroups) {
