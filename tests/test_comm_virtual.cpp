@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <complex>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
