@@ -1,7 +1,6 @@
 // The virtual cluster: every collective on 1..16 ranks and every scalar type, the channel
 // statistics against traffic.hpp, the counting wrapper, AnyCommunicator, failures
 // (a throwing rank, deadlocks, mismatched calls) and subgroups.
-#include <complex>
 #include <gtest/gtest.h>
 
 #include <atomic>
