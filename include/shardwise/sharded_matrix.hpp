@@ -247,7 +247,7 @@ class ShardedMatrix : public detail::matrix_block<Scalar, Order> {
     return result;
   }
 
-  /// Builds a matrix from this rank's block (e.g. a kernel's output); the shape must fit the
+  /// Builds a matrix from this rank's block, such as a kernel's output; the shape must fit the
   /// sharding, and be the same on every rank (collective: the check of every operation).
   static ShardedMatrix from_local(const ProcessGroupMesh<M>& groups, std::int64_t rows, std::int64_t cols,
                                   local_matrix block) {

@@ -301,7 +301,7 @@ class MpiCommunicator : public detail::CollectiveApi<MpiCommunicator> {
   std::vector<int> displacements_;  // idem
 };
 
-/// Lets an MPI_Comm stand for a Communicator (e.g. `ProcessGroupMesh<Grid> groups{MPI_COMM_WORLD};`):
+/// Lets an MPI_Comm stand for a Communicator, as in `ProcessGroupMesh<Grid> groups{MPI_COMM_WORLD};`:
 /// the result works on a duplicate of it.
 template <>
 struct communicator_adapter<MPI_Comm> {
