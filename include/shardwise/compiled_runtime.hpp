@@ -28,8 +28,9 @@ SHARDWISE_PERMUTE_INSTANTIATIONS(, float)
 SHARDWISE_PERMUTE_INSTANTIATIONS(, double)
 SHARDWISE_EXECUTOR_INSTANTIATIONS(, float)
 SHARDWISE_EXECUTOR_INSTANTIATIONS(, double)
-template class CollectiveApi<AnyCommunicator>;
 template struct AnyCommModel<MpiCommunicator>;
 }  // namespace detail
+
+template class CollectiveApi<AnyCommunicator>;
 
 }  // namespace shardwise

@@ -139,8 +139,9 @@ struct checked_matrix_sharding {
 /// A matrix distributed over the mesh M as the sharding Sh says.
 ///
 /// The shape and block accessors (rows(), cols(), local_rows(), local_cols(), row_offset(),
-/// col_offset(), local()) and release() are members of its base, the part of a ShardedMatrix
-/// that does not depend on the mesh or the sharding.
+/// col_offset(), local()) and release() forward to its base, the part of a ShardedMatrix that
+/// does not depend on the mesh or the sharding (its code is compiled once per scalar type and
+/// storage order).
 template <typename Scalar, MeshType M, typename Sh, int Order = detail::default_storage_order<Sh>()>
 class ShardedMatrix : public detail::matrix_block<Scalar, Order> {
   using base = detail::matrix_block<Scalar, Order>;
@@ -161,15 +162,29 @@ class ShardedMatrix : public detail::matrix_block<Scalar, Order> {
   static constexpr int storage_order = Order;
   /// This rank's block.
   using local_matrix = detail::dense_matrix<Scalar, Order>;
-  /// Global shape (rows(), cols()); this rank's block: its shape (local_rows(), local_cols()),
-  /// where it starts in the global matrix (row_offset(), col_offset()) and its storage (local()).
-  using base::col_offset;
-  using base::cols;
-  using base::local;
-  using base::local_cols;
-  using base::local_rows;
-  using base::row_offset;
-  using base::rows;
+
+  // The shape and the block are the base's; these forward to it, so that the reference lists
+  // them with the class (the base is internal).
+  /// Global number of rows.
+  [[nodiscard]] std::int64_t rows() const noexcept { return base::rows(); }
+  /// Global number of columns.
+  [[nodiscard]] std::int64_t cols() const noexcept { return base::cols(); }
+  /// Rows of this rank's block.
+  [[nodiscard]] std::int64_t local_rows() const noexcept { return base::local_rows(); }
+  /// Columns of this rank's block.
+  [[nodiscard]] std::int64_t local_cols() const noexcept { return base::local_cols(); }
+  /// The global row where this rank's block starts.
+  [[nodiscard]] std::int64_t row_offset() const noexcept { return base::row_offset(); }
+  /// The global column where this rank's block starts.
+  [[nodiscard]] std::int64_t col_offset() const noexcept { return base::col_offset(); }
+  /// This rank's block, as a map over contiguous storage.
+  ///@{
+  [[nodiscard]] Eigen::Map<local_matrix> local() { return base::local(); }
+  [[nodiscard]] Eigen::Map<const local_matrix> local() const { return base::local(); }
+  ///@}
+  /// Moves this rank's block out (the matrix is left empty).
+  [[nodiscard]] local_matrix release() && { return std::move(*this).base::release(); }
+
   /// A whole matrix (column-major, Eigen's default).
   using global_matrix = detail::dense_matrix<Scalar, Eigen::ColMajor>;
 

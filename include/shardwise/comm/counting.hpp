@@ -26,7 +26,7 @@ namespace shardwise {
 
 /// Wraps a Communicator and counts into a CommCounters shared with its subgroups.
 template <Communicator C>
-class CountingCommunicator : public detail::CollectiveApi<CountingCommunicator<C>> {
+class CountingCommunicator : public CollectiveApi<CountingCommunicator<C>> {
  public:
   /// Counts into `counters` (a fresh CommCounters by default).
   explicit CountingCommunicator(C inner, std::shared_ptr<CommCounters> counters = std::make_shared<CommCounters>())

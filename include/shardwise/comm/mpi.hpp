@@ -109,7 +109,7 @@ struct MpiRequestState {
 }  // namespace detail
 
 /// A Communicator over MPI.
-class MpiCommunicator : public detail::CollectiveApi<MpiCommunicator> {
+class MpiCommunicator : public CollectiveApi<MpiCommunicator> {
  public:
   /// Works on a duplicate of `comm` (collective over comm, like MPI_Comm_dup). MPI must be
   /// initialized; `comm` itself is never modified or freed.
