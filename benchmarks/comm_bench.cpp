@@ -11,7 +11,7 @@
 #include <span>
 #include <vector>
 
-#include "mpi_benchmark_main.hpp"
+#include <shardwise/bench/mpi_benchmark_main.hpp>
 #include "shardwise/comm/any_communicator.hpp"
 #include "shardwise/comm/mpi.hpp"
 #include "shardwise/comm/virtual_cluster.hpp"

@@ -18,7 +18,7 @@
 #include <memory>
 
 #include "attention.hpp"
-#include "mpi_benchmark_main.hpp"
+#include <shardwise/bench/mpi_benchmark_main.hpp>
 #include "shardwise/comm/mpi.hpp"
 #include "shardwise/tensor.hpp"
 

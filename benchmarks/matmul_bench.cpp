@@ -25,7 +25,7 @@
 
 #include "bench_layouts.hpp"
 #include "bench_shapes.hpp"
-#include "mpi_benchmark_main.hpp"
+#include <shardwise/bench/mpi_benchmark_main.hpp>
 #if SHARDWISE_BENCH_PDGEMM
 #include "pdgemm.hpp"
 #endif

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "mpi_benchmark_main.hpp"
+#include <shardwise/bench/mpi_benchmark_main.hpp>
 #include "shardwise/comm/counting.hpp"
 #include "shardwise/comm/mpi.hpp"
 #include "shardwise/nn/feed_forward.hpp"

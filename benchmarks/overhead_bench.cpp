@@ -14,7 +14,7 @@
 #include <shardwise/shardwise.hpp>
 
 #include "bench_layouts.hpp"
-#include "mpi_benchmark_main.hpp"
+#include <shardwise/bench/mpi_benchmark_main.hpp>
 
 namespace sw = shardwise;
 using namespace shardwise::bench;  // Line, Grid, Rep, RowsSplit, ColsSplit, Block

@@ -37,7 +37,7 @@
 #include <utility>
 #include <vector>
 
-#include "mpi_benchmark_main.hpp"
+#include <shardwise/bench/mpi_benchmark_main.hpp>
 
 extern "C" {
 void Cblacs_pinfo(int* mypnum, int* nprocs);

@@ -5,7 +5,7 @@
 //   SHARDWISE_BENCH_SHAPES="2048" mpiexec -n 2 --bind-to core build/benchmarks/pdgemm_bench
 //   (with the OMPI_* variables of TOOLCHAIN-NOTES and OPENBLAS_NUM_THREADS=1)
 #include "bench_shapes.hpp"
-#include "mpi_benchmark_main.hpp"
+#include <shardwise/bench/mpi_benchmark_main.hpp>
 #include "pdgemm.hpp"
 
 int main(int argc, char** argv) {

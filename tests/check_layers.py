@@ -26,6 +26,8 @@ LAYERS = [
     ("operations", ["sharded_matrix.hpp", "sharded_tensor.hpp", "reshard.hpp", "matmul.hpp", "einsum.hpp"]),
     ("nn", ["nn/*.hpp"]),
     ("umbrella", ["shardwise.hpp", "tensor.hpp", "compiled_runtime.hpp"]),
+    # Google Benchmark under MPI: only MPI and the benchmark library, never included by the rest.
+    ("bench", ["bench/*.hpp"]),
 ]
 
 # Pure compile-time headers: no MPI, no Eigen, however indirectly.

@@ -32,8 +32,9 @@ SHARDWISE_EXECUTOR_INSTANTIATIONS(, float)
 SHARDWISE_EXECUTOR_INSTANTIATIONS(, double)
 SHARDWISE_EXECUTOR_INSTANTIATIONS(, std::complex<float>)
 SHARDWISE_EXECUTOR_INSTANTIATIONS(, std::complex<double>)
-template class CollectiveApi<AnyCommunicator>;
 template struct AnyCommModel<MpiCommunicator>;
 }  // namespace detail
+
+template class CollectiveApi<AnyCommunicator>;
 
 }  // namespace shardwise

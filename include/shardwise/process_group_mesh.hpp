@@ -220,8 +220,8 @@ class ProcessGroupMesh {
     return state("group_along_axis_indices").group_along(axes);
   }
 
-  /// The group along `axis` restricted to the listed indices on it (e.g. the first and the last
-  /// pipeline stage), in the order listed; nullptr when this rank's index on `axis` is not listed
+  /// The group along `axis` restricted to the listed indices on it, such as the first and the last
+  /// pipeline stage, in the order listed; nullptr when this rank's index on `axis` is not listed
   /// (non-members neither communicate nor create anything). std::invalid_argument for an
   /// index outside the axis or listed twice.
   ///@{

@@ -146,8 +146,9 @@ struct checked_matrix_sharding {
 /// A matrix distributed over the mesh M as the sharding Sh says.
 ///
 /// The shape and block accessors (rows(), cols(), local_rows(), local_cols(), row_offset(),
-/// col_offset(), local()) and release() are members of its base, the part of a ShardedMatrix
-/// that does not depend on the mesh or the sharding.
+/// col_offset(), local()) and release() forward to its base, the part of a ShardedMatrix that
+/// does not depend on the mesh or the sharding (its code is compiled once per scalar type and
+/// storage order).
 template <typename Scalar, MeshType M, typename Sh, int Order = detail::default_storage_order<Sh>()>
 class ShardedMatrix : public detail::matrix_block<Scalar, Order> {
   using base = detail::matrix_block<Scalar, Order>;
@@ -169,15 +170,32 @@ class ShardedMatrix : public detail::matrix_block<Scalar, Order> {
   static constexpr int storage_order = Order;
   /// This rank's block.
   using local_matrix = detail::dense_matrix<Scalar, Order>;
-  /// Global shape (rows(), cols()); this rank's block: its shape (local_rows(), local_cols()),
-  /// where it starts in the global matrix (row_offset(), col_offset()) and its storage (local()).
-  using base::col_offset;
-  using base::cols;
-  using base::local;
-  using base::local_cols;
-  using base::local_rows;
-  using base::row_offset;
-  using base::rows;
+
+  // The shape and the block are the base's; these forward to it, so that the reference lists
+  // them with the class (the base is internal).
+  /// Global number of rows.
+  [[nodiscard]] std::int64_t rows() const noexcept { return base::rows(); }
+  /// Global number of columns.
+  [[nodiscard]] std::int64_t cols() const noexcept { return base::cols(); }
+  /// Rows of this rank's block.
+  [[nodiscard]] std::int64_t local_rows() const noexcept { return base::local_rows(); }
+  /// Columns of this rank's block.
+  [[nodiscard]] std::int64_t local_cols() const noexcept { return base::local_cols(); }
+  /// The global row where this rank's block starts.
+  [[nodiscard]] std::int64_t row_offset() const noexcept { return base::row_offset(); }
+  /// The global column where this rank's block starts.
+  [[nodiscard]] std::int64_t col_offset() const noexcept { return base::col_offset(); }
+  /// This rank's block, as a map over contiguous storage.
+  ///@{
+  [[nodiscard]] Eigen::Map<local_matrix> local() { return base::local(); }
+  [[nodiscard]] Eigen::Map<const local_matrix> local() const { return base::local(); }
+  ///@}
+  /// Moves this rank's block out. The matrix is then unusable: every operation on it throws
+  /// std::logic_error (as on a moved-from one) until a matrix is assigned to it.
+  [[nodiscard]] local_matrix release() && { return std::move(*this).base::release(); }
+  /// True once release() has moved the block out.
+  [[nodiscard]] bool released() const noexcept { return base::released(); }
+
   /// A whole matrix (column-major, Eigen's default).
   using global_matrix = detail::dense_matrix<Scalar, Eigen::ColMajor>;
 
@@ -257,7 +275,7 @@ class ShardedMatrix : public detail::matrix_block<Scalar, Order> {
     return result;
   }
 
-  /// Builds a matrix from this rank's block (e.g. a kernel's output); the shape must fit the
+  /// Builds a matrix from this rank's block, such as a kernel's output; the shape must fit the
   /// sharding, and be the same on every rank (collective: the check of every operation).
   static ShardedMatrix from_local(const ProcessGroupMesh<M>& groups, std::int64_t rows, std::int64_t cols,
                                   local_matrix block) {

@@ -161,7 +161,7 @@ class ShardedTensor {
     return result;
   }
 
-  /// Builds a tensor from this rank's block (e.g. computed locally); its extents must fit the
+  /// Builds a tensor from this rank's block, such as one computed locally; its extents must fit the
   /// sharding, and the global extents be the same on every rank (collective).
   static ShardedTensor from_local(const ProcessGroupMesh<M>& groups, const extents_type& extents, local_tensor block) {
     LocalProblem problem;

@@ -86,8 +86,8 @@ struct CommCounters {
   /// Sets every count to zero.
   constexpr void reset() noexcept { *this = CommCounters{}; }
 
-  /// Kind-by-kind sum and difference, e.g. the counts of one phase as the difference of two
-  /// snapshots.
+  /// Kind-by-kind sum and difference (the counts of one phase are the difference of two
+  /// snapshots).
   ///@{
   constexpr CommCounters& operator+=(const CommCounters& o) {
     all_reduce += o.all_reduce;

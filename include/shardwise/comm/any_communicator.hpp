@@ -60,7 +60,7 @@ struct AnyCommModel final : AnyCommInterface {
 
 /// Owns any Communicator behind one virtual call per operation. Move-only; a moved-from
 /// AnyCommunicator may only be destroyed or assigned to.
-class AnyCommunicator : public detail::CollectiveApi<AnyCommunicator> {
+class AnyCommunicator : public CollectiveApi<AnyCommunicator> {
  public:
   /// Takes ownership of `comm`.
   template <typename C>
@@ -117,7 +117,7 @@ class AnyCommunicator : public detail::CollectiveApi<AnyCommunicator> {
 static_assert(Communicator<AnyCommunicator>);
 
 #if SHARDWISE_EXTERN_RUNTIME  // compiled once by shardwise/compiled_runtime.hpp
-extern template class detail::CollectiveApi<AnyCommunicator>;
+extern template class CollectiveApi<AnyCommunicator>;
 #endif
 
 }  // namespace shardwise

@@ -118,150 +118,162 @@ void check_disjoint(const char* function, std::span<const T> in, std::span<T> ou
     fail({"shardwise::", function, ": `in` and `out` overlap; use separate buffers (or the in-place form)"});
 }
 
-/// The typed API, written once for every backend (CRTP).
+}  // namespace shardwise::detail
+
+namespace shardwise {
+
+/// The typed operations every communicator has, written once for every backend (CRTP).
+///
+/// MpiCommunicator, VirtualCommunicator, CountingCommunicator and AnyCommunicator derive from
+/// it, and so does a new backend (the Communicator concept requires it): the backend supplies
+/// its rank and size and the untyped operations of comm/operations.hpp, and this class checks
+/// the buffers' sizes before calling them.
 template <typename Derived>
 class CollectiveApi {
  public:
   /// out[i] = op over all ranks of in[i]. `in` and `out` may be the same buffer.
-  template <input_buffer In, output_buffer Out>
-    requires same_scalar<In, Out>
+  template <detail::input_buffer In, detail::output_buffer Out>
+    requires detail::same_scalar<In, Out>
   void all_reduce(In&& in, Out&& out, ReduceOp op = ReduceOp::sum) {
-    using T = scalar_of<In>;
-    const auto i = input_span(in);
-    const auto o = output_span(out);
-    check_size("all_reduce", "out", o.size(), static_cast<std::int64_t>(i.size()), "in.size()");
-    check_disjoint<T>("all_reduce", i, o, o.data());
-    check_reduction<T>("all_reduce", op);
-    RawAccess::all_reduce(self(), i.data(), o.data(), ssize(i), datatype_of<T>, op);
+    using T = detail::scalar_of<In>;
+    const auto i = detail::input_span(in);
+    const auto o = detail::output_span(out);
+    detail::check_size("all_reduce", "out", o.size(), static_cast<std::int64_t>(i.size()), "in.size()");
+    detail::check_disjoint<T>("all_reduce", i, o, o.data());
+    detail::check_reduction<T>("all_reduce", op);
+    detail::RawAccess::all_reduce(self(), i.data(), o.data(), ssize(i), detail::datatype_of<T>, op);
   }
 
   /// In-place all_reduce.
-  template <output_buffer InOut>
+  template <detail::output_buffer InOut>
   void all_reduce(InOut&& inout, ReduceOp op = ReduceOp::sum) {
-    const auto b = output_span(inout);
-    check_reduction<scalar_of<InOut>>("all_reduce", op);
-    RawAccess::all_reduce(self(), b.data(), b.data(), ssize(b), datatype_of<scalar_of<InOut>>, op);
+    const auto b = detail::output_span(inout);
+    detail::check_reduction<detail::scalar_of<InOut>>("all_reduce", op);
+    detail::RawAccess::all_reduce(self(), b.data(), b.data(), ssize(b), detail::datatype_of<detail::scalar_of<InOut>>,
+                                  op);
   }
 
   /// out = every rank's `in`, in rank order; out.size() == size() * in.size(). In place when
   /// `in` is this rank's block of `out`.
-  template <input_buffer In, output_buffer Out>
-    requires same_scalar<In, Out>
+  template <detail::input_buffer In, detail::output_buffer Out>
+    requires detail::same_scalar<In, Out>
   void all_gather(In&& in, Out&& out) {
-    using T = scalar_of<In>;
-    const auto i = input_span(in);
-    const auto o = output_span(out);
+    using T = detail::scalar_of<In>;
+    const auto i = detail::input_span(in);
+    const auto o = detail::output_span(out);
     const std::int64_t n = ssize(i);
-    check_size("all_gather", "out", o.size(), n * my_size(), "size() * in.size()");
-    check_disjoint<T>("all_gather", i, o, o.data() + n * my_rank());
-    RawAccess::all_gather(self(), i.data(), o.data(), n, datatype_of<T>);
+    detail::check_size("all_gather", "out", o.size(), n * my_size(), "size() * in.size()");
+    detail::check_disjoint<T>("all_gather", i, o, o.data() + n * my_rank());
+    detail::RawAccess::all_gather(self(), i.data(), o.data(), n, detail::datatype_of<T>);
   }
 
   /// counts[r] elements from rank r, concatenated in rank order; in.size() == counts[rank()].
-  template <input_buffer In, output_buffer Out>
-    requires same_scalar<In, Out>
+  template <detail::input_buffer In, detail::output_buffer Out>
+    requires detail::same_scalar<In, Out>
   void all_gather_v(In&& in, Out&& out, std::span<const std::int64_t> counts) {
-    using T = scalar_of<In>;
-    const auto i = input_span(in);
-    const auto o = output_span(out);
-    const std::int64_t total = checked_total("all_gather_v", counts, my_size());
-    check_size("all_gather_v", "in", i.size(), counts[static_cast<std::size_t>(my_rank())], "counts[rank()]");
-    check_size("all_gather_v", "out", o.size(), total, "sum(counts)");
+    using T = detail::scalar_of<In>;
+    const auto i = detail::input_span(in);
+    const auto o = detail::output_span(out);
+    const std::int64_t total = detail::checked_total("all_gather_v", counts, my_size());
+    detail::check_size("all_gather_v", "in", i.size(), counts[static_cast<std::size_t>(my_rank())], "counts[rank()]");
+    detail::check_size("all_gather_v", "out", o.size(), total, "sum(counts)");
     std::int64_t offset = 0;
     for (int r = 0; r < my_rank(); ++r) offset += counts[static_cast<std::size_t>(r)];
-    check_disjoint<T>("all_gather_v", i, o, o.data() + offset);
-    RawAccess::all_gather_v(self(), i.data(), o.data(), counts, datatype_of<T>);
+    detail::check_disjoint<T>("all_gather_v", i, o, o.data() + offset);
+    detail::RawAccess::all_gather_v(self(), i.data(), o.data(), counts, detail::datatype_of<T>);
   }
 
   /// Like MPI_Reduce_scatter: `in` holds sum(counts) elements; rank r receives the reduced
   /// segment r (counts[r] elements).
-  template <input_buffer In, output_buffer Out>
-    requires same_scalar<In, Out>
+  template <detail::input_buffer In, detail::output_buffer Out>
+    requires detail::same_scalar<In, Out>
   void reduce_scatter(In&& in, Out&& out, std::span<const std::int64_t> counts,
                       ReduceOp op = ReduceOp::sum) {
-    using T = scalar_of<In>;
-    const auto i = input_span(in);
-    const auto o = output_span(out);
-    const std::int64_t total = checked_total("reduce_scatter", counts, my_size());
-    check_size("reduce_scatter", "in", i.size(), total, "sum(counts)");
-    check_size("reduce_scatter", "out", o.size(), counts[static_cast<std::size_t>(my_rank())], "counts[rank()]");
-    check_disjoint<T>("reduce_scatter", i, o);
-    check_reduction<T>("reduce_scatter", op);
-    RawAccess::reduce_scatter(self(), i.data(), o.data(), counts, datatype_of<T>, op);
+    using T = detail::scalar_of<In>;
+    const auto i = detail::input_span(in);
+    const auto o = detail::output_span(out);
+    const std::int64_t total = detail::checked_total("reduce_scatter", counts, my_size());
+    detail::check_size("reduce_scatter", "in", i.size(), total, "sum(counts)");
+    detail::check_size("reduce_scatter", "out", o.size(), counts[static_cast<std::size_t>(my_rank())],
+                       "counts[rank()]");
+    detail::check_disjoint<T>("reduce_scatter", i, o);
+    detail::check_reduction<T>("reduce_scatter", op);
+    detail::RawAccess::reduce_scatter(self(), i.data(), o.data(), counts, detail::datatype_of<T>, op);
   }
 
   /// reduce_scatter with equal segments: in.size() == size() * out.size().
-  template <input_buffer In, output_buffer Out>
-    requires same_scalar<In, Out>
+  template <detail::input_buffer In, detail::output_buffer Out>
+    requires detail::same_scalar<In, Out>
   void reduce_scatter_block(In&& in, Out&& out, ReduceOp op = ReduceOp::sum) {
-    using T = scalar_of<In>;
-    const auto i = input_span(in);
-    const auto o = output_span(out);
-    check_size("reduce_scatter_block", "in", i.size(), ssize(o) * my_size(), "size() * out.size()");
-    check_disjoint<T>("reduce_scatter_block", i, o);
-    check_reduction<T>("reduce_scatter_block", op);
-    RawAccess::reduce_scatter_block(self(), i.data(), o.data(), ssize(o), datatype_of<T>, op);
+    using T = detail::scalar_of<In>;
+    const auto i = detail::input_span(in);
+    const auto o = detail::output_span(out);
+    detail::check_size("reduce_scatter_block", "in", i.size(), ssize(o) * my_size(), "size() * out.size()");
+    detail::check_disjoint<T>("reduce_scatter_block", i, o);
+    detail::check_reduction<T>("reduce_scatter_block", op);
+    detail::RawAccess::reduce_scatter_block(self(), i.data(), o.data(), ssize(o), detail::datatype_of<T>, op);
   }
 
   /// Copies root's buffer into everyone's; every rank passes a buffer of the same size.
-  template <output_buffer Buffer>
+  template <detail::output_buffer Buffer>
   void broadcast(Buffer&& buffer, int root) {
-    const auto b = output_span(buffer);
-    check_rank("broadcast", "root", root, my_size());
-    RawAccess::broadcast(self(), b.data(), ssize(b), datatype_of<scalar_of<Buffer>>, root);
+    const auto b = detail::output_span(buffer);
+    detail::check_rank("broadcast", "root", root, my_size());
+    detail::RawAccess::broadcast(self(), b.data(), ssize(b), detail::datatype_of<detail::scalar_of<Buffer>>, root);
   }
 
   /// Sends `data` to group rank `dest`. The receiver must post a recv of exactly this size.
   /// Like MPI_Send it may block until that receive is posted (the virtual cluster never blocks
   /// here): exchange with sendrecv or start_sendrecv, not with two sends.
-  template <input_buffer Data>
+  template <detail::input_buffer Data>
   void send(Data&& data, int dest, int tag) {
-    const auto d = input_span(data);
-    check_rank("send", "dest", dest, my_size());
-    check_tag("send", tag);
-    RawAccess::send(self(), d.data(), ssize(d), datatype_of<scalar_of<Data>>, dest, tag);
+    const auto d = detail::input_span(data);
+    detail::check_rank("send", "dest", dest, my_size());
+    detail::check_tag("send", tag);
+    detail::RawAccess::send(self(), d.data(), ssize(d), detail::datatype_of<detail::scalar_of<Data>>, dest, tag);
   }
 
   /// Receives a message of exactly data.size() elements from `source` with `tag`.
-  template <output_buffer Data>
+  template <detail::output_buffer Data>
   void recv(Data&& data, int source, int tag) {
-    const auto d = output_span(data);
-    check_rank("recv", "source", source, my_size());
-    check_tag("recv", tag);
-    RawAccess::recv(self(), d.data(), ssize(d), datatype_of<scalar_of<Data>>, source, tag);
+    const auto d = detail::output_span(data);
+    detail::check_rank("recv", "source", source, my_size());
+    detail::check_tag("recv", tag);
+    detail::RawAccess::recv(self(), d.data(), ssize(d), detail::datatype_of<detail::scalar_of<Data>>, source, tag);
   }
 
   /// Sends to `dest` and receives from `source` at once (no deadlock in a ring shift).
-  template <input_buffer Send, output_buffer Recv>
-    requires same_scalar<Send, Recv>
+  template <detail::input_buffer Send, detail::output_buffer Recv>
+    requires detail::same_scalar<Send, Recv>
   void sendrecv(Send&& send, int dest, Recv&& recv, int source, int tag) {
-    using T = scalar_of<Send>;
-    const auto s = input_span(send);
-    const auto r = output_span(recv);
-    check_rank("sendrecv", "dest", dest, my_size());
-    check_rank("sendrecv", "source", source, my_size());
-    check_tag("sendrecv", tag);
-    check_disjoint<T>("sendrecv", s, r);
-    RawAccess::sendrecv(self(), s.data(), ssize(s), dest, r.data(), ssize(r), source, datatype_of<T>, tag);
+    using T = detail::scalar_of<Send>;
+    const auto s = detail::input_span(send);
+    const auto r = detail::output_span(recv);
+    detail::check_rank("sendrecv", "dest", dest, my_size());
+    detail::check_rank("sendrecv", "source", source, my_size());
+    detail::check_tag("sendrecv", tag);
+    detail::check_disjoint<T>("sendrecv", s, r);
+    detail::RawAccess::sendrecv(self(), s.data(), ssize(s), dest, r.data(), ssize(r), source, detail::datatype_of<T>,
+                                tag);
   }
 
   /// Nonblocking sendrecv: both buffers must stay alive and untouched until Request::wait().
-  template <input_buffer Send, output_buffer Recv>
-    requires same_scalar<Send, Recv> && lasting_buffer<Send> && lasting_buffer<Recv>
+  template <detail::input_buffer Send, detail::output_buffer Recv>
+    requires detail::same_scalar<Send, Recv> && detail::lasting_buffer<Send> && detail::lasting_buffer<Recv>
   [[nodiscard]] Request start_sendrecv(Send&& send, int dest, Recv&& recv, int source, int tag) {
-    using T = scalar_of<Send>;
-    const auto s = input_span(send);
-    const auto r = output_span(recv);
-    check_rank("start_sendrecv", "dest", dest, my_size());
-    check_rank("start_sendrecv", "source", source, my_size());
-    check_tag("start_sendrecv", tag);
-    check_disjoint<T>("start_sendrecv", s, r);
-    return RawAccess::start_sendrecv(self(), s.data(), ssize(s), dest, r.data(), ssize(r), source,
-                                     datatype_of<T>, tag);
+    using T = detail::scalar_of<Send>;
+    const auto s = detail::input_span(send);
+    const auto r = detail::output_span(recv);
+    detail::check_rank("start_sendrecv", "dest", dest, my_size());
+    detail::check_rank("start_sendrecv", "source", source, my_size());
+    detail::check_tag("start_sendrecv", tag);
+    detail::check_disjoint<T>("start_sendrecv", s, r);
+    return detail::RawAccess::start_sendrecv(self(), s.data(), ssize(s), dest, r.data(), ssize(r), source,
+                                     detail::datatype_of<T>, tag);
   }
 
   /// Returns when every rank has called barrier().
-  void barrier() { RawAccess::barrier(self()); }
+  void barrier() { detail::RawAccess::barrier(self()); }
 
   /// A communicator over the listed group ranks: its rank i is ranks[i] here (order matters).
   /// Called by the listed members only, all with the same list; others must not call it.
@@ -271,17 +283,17 @@ class CollectiveApi {
     bool member = false;
     for (std::size_t i = 0; i < ranks.size(); ++i) {
       if (ranks[i] < 0 || ranks[i] >= my_size()) [[unlikely]]
-        fail({"shardwise::create_group: ranks[", i, "] is ", ranks[i], " but the communicator has ranks 0..",
+        detail::fail({"shardwise::create_group: ranks[", i, "] is ", ranks[i], " but the communicator has ranks 0..",
               my_size() - 1});
       for (std::size_t j = 0; j < i; ++j)
         if (ranks[j] == ranks[i]) [[unlikely]]
-          fail({"shardwise::create_group: rank ", ranks[i], " is listed twice; list every member once"});
+          detail::fail({"shardwise::create_group: rank ", ranks[i], " is listed twice; list every member once"});
       member = member || ranks[i] == my_rank();
     }
     if (!member) [[unlikely]]
-      fail({"shardwise::create_group: the calling rank ", my_rank(),
+      detail::fail({"shardwise::create_group: the calling rank ", my_rank(),
             " is not in the member list; only the members call create_group"});
-    return RawAccess::create_group(self(), ranks);
+    return detail::RawAccess::create_group(self(), ranks);
   }
 
  private:
@@ -294,4 +306,4 @@ class CollectiveApi {
   }
 };
 
-}  // namespace shardwise::detail
+}  // namespace shardwise

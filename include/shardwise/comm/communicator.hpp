@@ -34,7 +34,7 @@ concept backend_operations = true
 /// of comm/operations.hpp in the typed form of CollectiveApi, plus rank(), size() and
 /// create_group().
 template <typename C>
-concept Communicator = std::movable<C> && std::derived_from<C, detail::CollectiveApi<C>> &&
+concept Communicator = std::movable<C> && std::derived_from<C, CollectiveApi<C>> &&
                        detail::backend_operations<C> && requires(C& c, const C& cc, std::span<const int> ranks) {
                          { cc.rank() } -> std::same_as<int>;
                          { cc.size() } -> std::same_as<int>;

@@ -26,7 +26,7 @@ namespace shardwise {
 
 /// Wraps a Communicator and counts into a CommCounters shared with its subgroups.
 template <Communicator C>
-class CountingCommunicator : public detail::CollectiveApi<CountingCommunicator<C>> {
+class CountingCommunicator : public CollectiveApi<CountingCommunicator<C>> {
  public:
   /// Counts into `counters` (a fresh CommCounters by default).
   explicit CountingCommunicator(C inner, std::shared_ptr<CommCounters> counters = std::make_shared<CommCounters>())
@@ -40,7 +40,7 @@ class CountingCommunicator : public detail::CollectiveApi<CountingCommunicator<C
   /// What this rank and its subgroups have sent so far.
   [[nodiscard]] const CommCounters& counters() const noexcept { return *counters_; }
   /// The counters themselves, shared with the subgroups created through this communicator
-  /// (e.g. to reset() them or to count another communicator into them).
+  /// (to reset() them, or to count another communicator into them).
   [[nodiscard]] const std::shared_ptr<CommCounters>& shared_counters() const noexcept { return counters_; }
   /// The wrapped communicator; operations called on it directly are not counted.
   ///@{

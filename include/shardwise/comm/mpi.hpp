@@ -111,7 +111,7 @@ struct MpiRequestState {
 }  // namespace detail
 
 /// A Communicator over MPI.
-class MpiCommunicator : public detail::CollectiveApi<MpiCommunicator> {
+class MpiCommunicator : public CollectiveApi<MpiCommunicator> {
  public:
   /// Works on a duplicate of `comm` (collective over comm, like MPI_Comm_dup). MPI must be
   /// initialized; `comm` itself is never modified or freed.
@@ -303,7 +303,7 @@ class MpiCommunicator : public detail::CollectiveApi<MpiCommunicator> {
   std::vector<int> displacements_;  // idem
 };
 
-/// Lets an MPI_Comm stand for a Communicator (e.g. `ProcessGroupMesh<Grid> groups{MPI_COMM_WORLD};`):
+/// Lets an MPI_Comm stand for a Communicator, as in `ProcessGroupMesh<Grid> groups{MPI_COMM_WORLD};`:
 /// the result works on a duplicate of it.
 template <>
 struct communicator_adapter<MPI_Comm> {

@@ -486,7 +486,7 @@ struct VcReceipt {
 }  // namespace detail
 
 /// One rank's handle on a virtual cluster (or a subgroup of it). Valid during VirtualCluster::run.
-class VirtualCommunicator : public detail::CollectiveApi<VirtualCommunicator> {
+class VirtualCommunicator : public CollectiveApi<VirtualCommunicator> {
  public:
   /// Moves the handle: the result is the same rank of the same group.
   ///@{

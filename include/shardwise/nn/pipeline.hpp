@@ -139,7 +139,7 @@ class PipelineEngine {
   static constexpr int micro_batches = P::micro_batches;
   ///@}
 
-  /// `stage_group` holds the S stages in order (e.g. group_along({"pp"})); both it and
+  /// `stage_group` holds the S stages in order, as group_along({"pp"}) returns them; both it and
   /// `module` must outlive the engine. Throws std::invalid_argument unless it has S ranks.
   PipelineEngine(AnyCommunicator& stage_group, Module& module) : comm_(&stage_group), module_(&module) {
     if (stage_group.size() != stages)

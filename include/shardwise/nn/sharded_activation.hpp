@@ -135,7 +135,7 @@ class ShardedActivation {
     }
   }
 
-  /// From this rank's block (e.g. a kernel's output); its size must fit the sharding (collective:
+  /// From this rank's block, such as a kernel's output; its size must fit the sharding (collective:
   /// the ranks sharing it agree on the shape).
   static ShardedActivation from_local(const ProcessGroupMesh<M>& groups, std::int64_t b, std::int64_t s, std::int64_t m,
                                       local_matrix block) {

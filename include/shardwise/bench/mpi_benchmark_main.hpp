@@ -1,7 +1,11 @@
-// Google Benchmark (1.7.1) under mpiexec, the way TOOLCHAIN-NOTES prescribes; reused by every
-// MPI benchmark program:
+// shardwise/bench/mpi_benchmark_main.hpp: Google Benchmark (1.7) under mpiexec, for shardwise's
+// benchmark programs and for a user's own kernels. Needs Google Benchmark (-lbenchmark) and MPI;
+// nothing else of shardwise includes it.
 //
-//   BENCHMARK(BM_allreduce)->UseManualTime();   // body: shardwise::bench::time_collective(...)
+//   static void BM_allreduce(benchmark::State& state) {
+//     shardwise::bench::time_collective(state, MPI_COMM_WORLD, [&] { /* the collective step */ });
+//   }
+//   BENCHMARK(BM_allreduce)->UseManualTime();
 //   int main(int argc, char** argv) { return shardwise::bench::mpi_benchmark_main(argc, argv); }
 //
 // - Default timing deadlocks collectives (ranks pick different iteration counts), so every
@@ -23,14 +27,16 @@
 #include <thread>
 #include <vector>
 
+/// Google Benchmark under MPI: timing that every rank agrees on, and the main() of a benchmark program.
 namespace shardwise::bench {
 
-/// Rank and size in MPI_COMM_WORLD.
+/// This process's rank in MPI_COMM_WORLD.
 inline int world_rank() {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   return rank;
 }
+/// The number of ranks in MPI_COMM_WORLD.
 inline int world_size() {
   int size = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -38,6 +44,9 @@ inline int world_size() {
 }
 
 /// Times `step` on every rank of `comm` per iteration; the iteration time is the slowest rank's.
+///
+/// Every rank of `comm` runs the benchmark; register it with UseManualTime(), which makes
+/// Google Benchmark use these times (and so pick the same iteration count on every rank).
 template <typename Step>
 void time_collective(benchmark::State& state, MPI_Comm comm, Step&& step) {
   for (auto _ : state) {
@@ -64,12 +73,16 @@ inline void idle_barrier(MPI_Comm comm) {
 /// Reports nothing (ranks other than 0).
 class NullReporter : public benchmark::BenchmarkReporter {
  public:
+  /// Accepts the run without printing its context.
   bool ReportContext(const Context&) override { return true; }
+  /// Drops the results.
   void ReportRuns(const std::vector<Run>&) override {}
 };
 
-/// main() of an MPI benchmark program. `register_local(rank)` may register benchmarks that run
-/// on that rank alone (after the collective ones, with benchmark::RegisterBenchmark).
+/// main() of an MPI benchmark program: MPI_Init, the benchmarks (reported by rank 0), MPI_Finalize.
+///
+/// `register_local(rank)` may register benchmarks that run on that rank alone (after the
+/// collective ones, with benchmark::RegisterBenchmark). Returns 0, the exit status.
 template <typename RegisterLocal>
 int mpi_benchmark_main(int argc, char** argv, RegisterLocal&& register_local) {
   MPI_Init(&argc, &argv);
@@ -94,6 +107,7 @@ int mpi_benchmark_main(int argc, char** argv, RegisterLocal&& register_local) {
   return 0;
 }
 
+/// main() of an MPI benchmark program whose benchmarks are all registered with BENCHMARK().
 inline int mpi_benchmark_main(int argc, char** argv) {
   return mpi_benchmark_main(argc, argv, [](int) {});
 }
