@@ -116,7 +116,8 @@ readme_snippet() {
     echo "README.md: no \`\`\`$2 block with /path/to/your/shardwise/clone after '$1'" >&2
     return 1
   fi
-  sed "s,/path/to/your/shardwise/clone,$work/shardwise-clone,g" <<<"$block"
+  local placeholder=/path/to/your/shardwise/clone
+  printf '%s\n' "${block//"$placeholder"/$work/shardwise-clone}"
 }
 
 # Configures and builds $work/project with CMake into $work/build; extra arguments go to cmake.
