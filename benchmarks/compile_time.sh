@@ -1,18 +1,24 @@
 #!/usr/bin/env bash
-# Compile-time cost of shardwise: times compiling benchmarks/compile_time/all_policies.cpp (matmul
-# instantiated for all five policies, fp64, 2 x 2 mesh, each with distribute and to_global) and
-# all_ffn_policies.cpp (FeedForward's four policies, forward and backward) against
-# benchmarks/compile_time/baseline.cpp (Eigen + MPI doing the same plain work), with the release
-# build's flags, and prints each and the differences (target: at most 1.5 s). Both programs are
-# timed twice: header-only (the default) and with SHARDWISE_SEPARATE_COMPILATION, where the
-# run-time part is compiled once per program, in compile_time/runtime.cpp (timed too: the
-# one-off cost). Also all_policies.cpp with its headers only (no instantiation), which splits
-# the difference into parsing and instantiating. Compile only (-c), no link; the runs
-# alternate between the files.
+# Compile-time cost of shardwise per translation unit, in the two ways a program consumes it:
+# with the companion library (the default: CMake shardwise::shardwise, Meson
+# dependency('shardwise'), pkg-config shardwise), where every translation unit is compiled
+# with SHARDWISE_SEPARATE_COMPILATION and the run-time part is compiled once, in the library
+# (src/shardwise_runtime.cpp, timed too: the one-off cost of building shardwise); and
+# header-only (shardwise::header_only, shardwise-header-only), where every translation unit
+# compiles the run-time part it uses. The translation units: benchmarks/compile_time/
+# all_policies.cpp (matmul instantiated for all five policies, fp64, 2 x 2 mesh, each with
+# distribute and to_global), all_ffn_policies.cpp (FeedForward's four policies, forward and
+# backward) and tests/consumers/consumer.cpp (a first program: one matmul on 2 ranks), against
+# benchmarks/compile_time/baseline.cpp (Eigen + MPI doing the same plain work), with the
+# release build's flags; prints each and the differences (target: at most 1.5 s). Also
+# all_policies.cpp with its headers only (no instantiation), which splits the difference into
+# parsing and instantiating. Compile only (-c), no link; the runs alternate between the files.
 #
-#   benchmarks/compile_time.sh [--runs N] [--cxx COMPILER] [--output FILE]
+#   benchmarks/compile_time.sh [--runs N] [--clock wall|cpu] [--cxx COMPILER] [--output FILE]
 #
 #   --runs N       compilations of each file (default 5); the median and the best are reported
+#   --clock C      wall (default): elapsed time; cpu: user + system time of the compiler (and its
+#                  cc1plus), which a machine busy with other builds disturbs far less
 #   --cxx C        the compiler (default: $CXX, else c++)
 #   --output FILE  also write the results as "key: value" lines (the runner's compile_time.txt)
 set -euo pipefail
@@ -21,16 +27,22 @@ cd "$(dirname "$0")/.."
 runs=5
 cxx=${CXX:-c++}
 output=""
+clock=wall
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit "${1:-0}"; }
 while (($#)); do
   case "$1" in
     --runs) runs=${2:?--runs needs a number}; shift 2 ;;
     --cxx) cxx=${2:?--cxx needs a compiler}; shift 2 ;;
     --output) output=${2:?--output needs a file}; shift 2 ;;
+    --clock) clock=${2:?--clock needs wall or cpu}; shift 2 ;;
     -h|--help) usage 0 ;;
     *) echo "compile_time.sh: unknown argument '$1'" >&2; usage 2 >&2 ;;
   esac
 done
+[[ "$clock" =~ ^(wall|cpu)$ ]] || { echo "compile_time.sh: --clock wants wall or cpu" >&2; exit 2; }
+if [ "$clock" = cpu ] && [ ! -x /usr/bin/time ]; then
+  echo "compile_time.sh: --clock cpu needs GNU time (/usr/bin/time; Debian: apt-get install time)" >&2; exit 2
+fi
 [[ "$runs" =~ ^[1-9][0-9]*$ ]] || { echo "compile_time.sh: --runs wants a positive integer" >&2; exit 2; }
 command -v "$cxx" >/dev/null || { echo "compile_time.sh: no compiler '$cxx'" >&2; exit 2; }
 command -v pkg-config >/dev/null || { echo "compile_time.sh: needs pkg-config (./scripts/install-deps.sh)" >&2; exit 2; }
@@ -50,12 +62,22 @@ fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# Seconds to compile $1 (more flags after it) once, wall clock. Warnings are not shown (GCC 12
-# warns from its own AVX-512 intrinsics inlined into Eigen); errors are.
+# Seconds to compile $1 (more flags after it) once: wall clock, or with --clock cpu the user +
+# system time of the compiler and its children. Warnings are not shown (GCC 12 warns from its
+# own AVX-512 intrinsics inlined into Eigen); errors are.
 compile_once() {
   local start end file=$1
   shift
   start=$(date +%s.%N)
+  if [ "$clock" = cpu ]; then
+    if ! /usr/bin/time -f '%U %S' -o "$work/time" "$cxx" "${flags[@]}" "$@" -c "$file" -o "$work/out.o" 2>"$work/log"; then
+      cat "$work/log" >&2
+      echo "compile_time.sh: compiling $file failed" >&2
+      return 1
+    fi
+    awk '{ printf "%.3f", $1 + $2 }' "$work/time"
+    return
+  fi
   if ! "$cxx" "${flags[@]}" "$@" -c "$file" -o "$work/out.o" 2>"$work/log"; then
     cat "$work/log" >&2
     echo "compile_time.sh: compiling $file failed" >&2
@@ -66,16 +88,20 @@ compile_once() {
 }
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-separate=-DSHARDWISE_SEPARATE_COMPILATION=1
-declare -a baseline_times headers_times policies_times ffn_times separate_policies_times separate_ffn_times runtime_times
+# The companion library's mode: what its targets add to a translation unit's flags.
+companion=-DSHARDWISE_SEPARATE_COMPILATION=1
+declare -a baseline_times headers_times policies_times ffn_times consumer_times \
+  companion_policies_times companion_ffn_times companion_consumer_times runtime_times
 for ((i = 0; i < runs; ++i)); do
   baseline_times+=("$(compile_once benchmarks/compile_time/baseline.cpp)")
   headers_times+=("$(compile_once benchmarks/compile_time/all_policies.cpp -DSHARDWISE_COMPILE_TIME_HEADERS_ONLY)")
   policies_times+=("$(compile_once benchmarks/compile_time/all_policies.cpp)")
   ffn_times+=("$(compile_once benchmarks/compile_time/all_ffn_policies.cpp)")
-  separate_policies_times+=("$(compile_once benchmarks/compile_time/all_policies.cpp "$separate")")
-  separate_ffn_times+=("$(compile_once benchmarks/compile_time/all_ffn_policies.cpp "$separate")")
-  runtime_times+=("$(compile_once benchmarks/compile_time/runtime.cpp "$separate")")
+  consumer_times+=("$(compile_once tests/consumers/consumer.cpp)")
+  companion_policies_times+=("$(compile_once benchmarks/compile_time/all_policies.cpp "$companion")")
+  companion_ffn_times+=("$(compile_once benchmarks/compile_time/all_ffn_policies.cpp "$companion")")
+  companion_consumer_times+=("$(compile_once tests/consumers/consumer.cpp "$companion")")
+  runtime_times+=("$(compile_once src/shardwise_runtime.cpp "$companion")")
 done
 
 # median and min of the arguments
@@ -85,8 +111,10 @@ read -r baseline_median baseline_min <<<"$(stats "${baseline_times[@]}")"
 read -r headers_median headers_min <<<"$(stats "${headers_times[@]}")"
 read -r policies_median policies_min <<<"$(stats "${policies_times[@]}")"
 read -r ffn_median ffn_min <<<"$(stats "${ffn_times[@]}")"
-read -r separate_policies_median separate_policies_min <<<"$(stats "${separate_policies_times[@]}")"
-read -r separate_ffn_median separate_ffn_min <<<"$(stats "${separate_ffn_times[@]}")"
+read -r consumer_median consumer_min <<<"$(stats "${consumer_times[@]}")"
+read -r companion_policies_median companion_policies_min <<<"$(stats "${companion_policies_times[@]}")"
+read -r companion_ffn_median companion_ffn_min <<<"$(stats "${companion_ffn_times[@]}")"
+read -r companion_consumer_median companion_consumer_min <<<"$(stats "${companion_consumer_times[@]}")"
 read -r runtime_median runtime_min <<<"$(stats "${runtime_times[@]}")"
 # "D s (target at most 1.5 s: MET)" for the median $1 over the baseline's
 over_baseline() {
@@ -95,19 +123,25 @@ over_baseline() {
 
 report=$(cat <<EOF
 compiler: $("$cxx" --version | head -1)
+cpu: $(lscpu | sed -n 's/^Model name: *//p' | head -1)
 flags: ${flags[*]}
-runs: $runs per file, compile only (-c), load average before: ${load_before}
+companion library mode adds: $companion
+runs: $runs per file, compile only (-c), clock: $clock, load average before: ${load_before}
 baseline.cpp (Eigen + MPI, one GEMM): median ${baseline_median} s, best ${baseline_min} s
 shardwise headers only (all_policies.cpp -DSHARDWISE_COMPILE_TIME_HEADERS_ONLY): median ${headers_median} s, best ${headers_min} s
-all_policies.cpp (five policies): median ${policies_median} s, best ${policies_min} s
-difference (medians): $(over_baseline "$policies_median")
-all_ffn_policies.cpp (four FeedForward policies): median ${ffn_median} s, best ${ffn_min} s
-FeedForward difference (medians): $(over_baseline "$ffn_median")
-separate compilation, all_policies.cpp: median ${separate_policies_median} s, best ${separate_policies_min} s
-separate compilation difference (medians): $(over_baseline "$separate_policies_median")
-separate compilation, all_ffn_policies.cpp: median ${separate_ffn_median} s, best ${separate_ffn_min} s
-separate compilation FeedForward difference (medians): $(over_baseline "$separate_ffn_median")
-separate compilation, runtime.cpp (once per program): median ${runtime_median} s, best ${runtime_min} s
+companion library (default), all_policies.cpp (five policies): median ${companion_policies_median} s, best ${companion_policies_min} s
+companion library (default), difference (medians): $(over_baseline "$companion_policies_median")
+companion library (default), all_ffn_policies.cpp (four FeedForward policies): median ${companion_ffn_median} s, best ${companion_ffn_min} s
+companion library (default), FeedForward difference (medians): $(over_baseline "$companion_ffn_median")
+companion library (default), consumer.cpp (one matmul): median ${companion_consumer_median} s, best ${companion_consumer_min} s
+companion library (default), consumer.cpp difference (medians): $(over_baseline "$companion_consumer_median")
+header-only, all_policies.cpp (five policies): median ${policies_median} s, best ${policies_min} s
+header-only, difference (medians): $(over_baseline "$policies_median")
+header-only, all_ffn_policies.cpp (four FeedForward policies): median ${ffn_median} s, best ${ffn_min} s
+header-only, FeedForward difference (medians): $(over_baseline "$ffn_median")
+header-only, consumer.cpp (one matmul): median ${consumer_median} s, best ${consumer_min} s
+header-only, consumer.cpp difference (medians): $(over_baseline "$consumer_median")
+companion library's src/shardwise_runtime.cpp (once per build of shardwise): median ${runtime_median} s, best ${runtime_min} s
 EOF
 )
 echo "$report"

@@ -3,7 +3,7 @@
 
 Reads the install plan Meson wrote for this build (meson-info/intro-installed.json), so a
 header missing from include/meson.build fails here instead of in a user's build. Also
-checks that the pkg-config file and the CMake package are in the plan.
+checks that the companion library, the pkg-config files and the CMake package are in the plan.
 
 usage: check_installed_headers.py SOURCE_ROOT BUILD_ROOT
 """
@@ -39,7 +39,8 @@ def main() -> int:
             elif os.path.normpath(installed) != expected:
                 problems.append(f"{relative} is installed as {installed}, expected {expected}")
     installed_names = {os.path.basename(dst) for dst in plan.values()}
-    for name in ["shardwise.pc", "shardwiseConfig.cmake", "shardwiseConfigVersion.cmake"]:
+    for name in ["libshardwise_runtime.a", "shardwise.pc", "shardwise-header-only.pc",
+                 "shardwiseConfig.cmake", "shardwiseConfigVersion.cmake"]:
         if name not in installed_names:
             problems.append(f"{name} is not installed")
 
@@ -48,7 +49,7 @@ def main() -> int:
     if problems:
         return 1
     count = sum(1 for src in plan if src.startswith(headers_root + os.sep))
-    print(f"{count} headers, shardwise.pc and the CMake package are installed")
+    print(f"{count} headers, libshardwise_runtime.a, the .pc files and the CMake package are installed")
     return 0
 
 

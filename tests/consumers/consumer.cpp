@@ -1,7 +1,9 @@
 // What a numerical code does first with shardwise, built as a consumer would build it
 // (Meson subproject, pkg-config, CMake find_package, FetchContent or add_subdirectory):
 // C = A * B on 2 MPI ranks, compared with serial Eigen. Prints OK on rank 0; exits
-// non-zero on a mismatch.
+// non-zero on a mismatch. Also prints how it was built, which tests/consumers/run.sh checks:
+// "run-time part: compiled once" (SHARDWISE_SEPARATE_COMPILATION, as the default targets
+// build it with the companion library) or "run-time part: header-only".
 #include <mpi.h>
 
 #include <cmath>
@@ -14,6 +16,11 @@ using Line = sw::Mesh<sw::Axis<"p", 2>>;
 using ColumnsSplit = sw::TensorSharding<sw::Replicated, sw::Split<"p">>;  // A[m, k]: k over p
 using RowsSplit = sw::TensorSharding<sw::Split<"p">, sw::Replicated>;     // B[k, n]: k over p
 using Replicated = sw::replicated_sharding_t<2>;
+#ifdef SHARDWISE_SEPARATE_COMPILATION
+constexpr const char* run_time_part = "compiled once";
+#else
+constexpr const char* run_time_part = "header-only";
+#endif
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
@@ -33,9 +40,9 @@ int main(int argc, char** argv) {
     error = (c.local() - a * b).cwiseAbs().maxCoeff();
     MPI_Allreduce(MPI_IN_PLACE, &error, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     if (groups.rank() == 0)
-      std::printf("%s\nmax |C - A*B| over both ranks = %.1e: %s\n",
+      std::printf("%s\nmax |C - A*B| over both ranks = %.1e: %s\nrun-time part: %s\n",
                   sw::matmul_plan<Line, ColumnsSplit, RowsSplit, Replicated>::describe().c_str(), error,
-                  error < 1e-12 ? "OK" : "MISMATCH");
+                  error < 1e-12 ? "OK" : "MISMATCH", run_time_part);
   }
   MPI_Finalize();
   return error < 1e-12 ? 0 : 1;

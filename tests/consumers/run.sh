@@ -1,17 +1,24 @@
 #!/usr/bin/env bash
 # The five ways a numerical code consumes shardwise, each a tiny project in this folder
-# that builds consumer.cpp and runs it under mpiexec -n 2:
+# that builds consumer.cpp twice, with the default (the run-time part compiled once in the
+# companion library libshardwise_runtime) and header-only, and runs both under mpiexec -n 2:
 #
-#   meson_subproject  dependency('shardwise') through subprojects/shardwise.wrap, with this
-#                     source tree standing in for the wrap's download
-#   pkgconfig         meson install into a fresh prefix, then pkg-config --cflags --libs shardwise
-#                     (header-only, and again with SHARDWISE_SEPARATE_COMPILATION)
+#   meson_subproject  dependency('shardwise') and dependency('shardwise-header-only') through
+#                     subprojects/shardwise.wrap: README.md's wrap, pointed at a git clone of
+#                     this source tree, which Meson clones
+#   pkgconfig         meson install into a fresh prefix, then pkg-config shardwise and
+#                     shardwise-header-only (and header-only with SHARDWISE_SEPARATE_COMPILATION
+#                     and a runtime file of its own)
 #   cmake             meson install into a fresh prefix, moved elsewhere (the package must be
-#                     relocatable), then find_package(shardwise) and shardwise::shardwise
-#   fetchcontent      FetchContent_Declare(shardwise URL file://...) of a tarball of this
-#                     source tree (as git would check it out), then FetchContent_MakeAvailable
-#   add_subdirectory  the same files unpacked in the project's third_party/shardwise, then
+#                     relocatable), then find_package(shardwise): shardwise::shardwise and
+#                     shardwise::header_only
+#   fetchcontent      README.md's FetchContent snippet as written, pointed at a git clone of
+#                     this source tree (its files as git would check them out)
+#   add_subdirectory  the same files in the project's third_party/shardwise, then
 #                     add_subdirectory (CMakeLists.txt at the top of this tree)
+#
+# Each program prints how it was built ("run-time part: compiled once" or "header-only"),
+# which is checked too.
 #
 # usage: tests/consumers/run.sh SOURCE_ROOT WORK_DIR COMPILER [PATH...]   (default: all five)
 #
@@ -20,7 +27,7 @@
 set -euo pipefail
 
 if (($# < 3)); then
-  sed -n '2,19p' "$0"
+  sed -n '2,27p' "$0"
   exit 2
 fi
 source_root=$(realpath "$1")
@@ -38,14 +45,15 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_
 
 step() { echo "---- $*"; }
 
-# meson install of a header-only library: configure (nothing to build), then copy.
+# meson install: configure, build the companion library (as README.md's install does), copy.
 install_shardwise() {
   local prefix=$1
   step "install shardwise into $prefix"
-  meson setup "$work/shardwise-build" "$source_root" --prefix="$prefix" \
+  meson setup "$work/shardwise-build" "$source_root" --prefix="$prefix" --buildtype=release \
     -Dtests=disabled -Dexamples=disabled -Dbenchmarks=disabled >"$work/shardwise-setup.log" ||
     { cat "$work/shardwise-setup.log"; return 1; }
-  meson install -C "$work/shardwise-build" --no-rebuild --quiet
+  meson install -C "$work/shardwise-build" --quiet >"$work/shardwise-install.log" ||
+    { cat "$work/shardwise-install.log"; return 1; }
 }
 
 # A copy of the consumer project (symlinks resolved), so the source tree stays clean.
@@ -78,6 +86,40 @@ pack_source_tree() {
   ) | sort -zu | tar -czf "$work/shardwise.tar.gz" -C "$source_root" --null -T - --transform 's,^,shardwise/,S'
 }
 
+# A git repository of the source tree's files, one commit on branch main, in $work/shardwise-clone:
+# what a user's clone is to README.md's snippets (committed or not, the files under test).
+make_clone() {
+  pack_source_tree
+  step "git repository of those files in $work/shardwise-clone (branch main)"
+  mkdir -p "$work/clone-tmp"
+  tar -xzf "$work/shardwise.tar.gz" -C "$work/clone-tmp"
+  mv "$work/clone-tmp/shardwise" "$work/shardwise-clone"
+  rmdir "$work/clone-tmp"
+  git -C "$work/shardwise-clone" init --quiet --initial-branch=main
+  git -C "$work/shardwise-clone" add --all
+  git -C "$work/shardwise-clone" -c user.name=consumer-test -c user.email=consumer-test@localhost \
+    commit --quiet --no-gpg-sign -m "shardwise source tree under test"
+}
+
+# The first ```$2 block after README.md's heading line $1, with the placeholder path
+# /path/to/your/shardwise/clone replaced by $work/shardwise-clone; fails when there is none.
+readme_snippet() {
+  local block
+  # The block may be indented (in a list item): its lines lose the fence's indentation.
+  block=$(awk -v heading="$1" -v lang="$2" '
+    $0 == heading { in_section = 1; next }
+    in_section && !in_block && match($0, /^ *```/) && substr($0, RLENGTH + 1) == lang {
+      indent = RLENGTH - 3; in_block = 1; next }
+    in_block && /^ *```/ { exit }
+    in_block { print substr($0, indent + 1) }' "$source_root/README.md")
+  if ! grep -q "/path/to/your/shardwise/clone" <<<"$block"; then
+    echo "README.md: no \`\`\`$2 block with /path/to/your/shardwise/clone after '$1'" >&2
+    return 1
+  fi
+  local placeholder=/path/to/your/shardwise/clone
+  printf '%s\n' "${block//"$placeholder"/$work/shardwise-clone}"
+}
+
 # Configures and builds $work/project with CMake into $work/build; extra arguments go to cmake.
 cmake_build() {
   cmake -S "$work/project" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
@@ -87,9 +129,12 @@ cmake_build() {
   cmake --build "$work/build" >/dev/null
 }
 
+# Runs program $1 on 2 ranks; its output must say that its run-time part is $2.
 run_consumer() {
-  step "mpiexec -n 2 $1"
-  mpiexec -n 2 --bind-to none "$1"
+  step "mpiexec -n 2 $1 (run-time part: $2)"
+  mpiexec -n 2 --bind-to none "$1" | tee "$work/run.log"
+  grep -qx "run-time part: $2" "$work/run.log" ||
+    { echo "$1 was not built as expected: its run-time part should be '$2'"; exit 1; }
 }
 
 for path in "${paths[@]}"; do
@@ -98,25 +143,30 @@ for path in "${paths[@]}"; do
   echo "==== consumer: $path ($compiler)"
   case "$path" in
     meson_subproject)
+      make_clone
       copy_project meson_subproject
-      ln -s "$source_root" "$work/project/subprojects/shardwise"
-      step "meson setup (dependency('shardwise') from the subproject)"
+      mkdir -p "$work/project/subprojects"
+      readme_snippet "## Use it from your project" ini >"$work/project/subprojects/shardwise.wrap"
+      step "meson setup (subprojects/shardwise.wrap from README.md: $(grep '^url' "$work/project/subprojects/shardwise.wrap"))"
       # Use the subproject even where a shardwise is installed on the system.
-      meson setup "$work/build" "$work/project" --force-fallback-for=shardwise >"$work/setup.log" ||
-        { cat "$work/setup.log"; exit 1; }
+      meson setup "$work/build" "$work/project" --force-fallback-for=shardwise,shardwise-header-only \
+        >"$work/setup.log" || { cat "$work/setup.log"; exit 1; }
       grep -E "Executing subproject|Dependency shardwise" "$work/setup.log"
       ninja -C "$work/build" >/dev/null
-      run_consumer "$work/build/consumer"
+      run_consumer "$work/build/consumer" "compiled once"
+      run_consumer "$work/build/consumer_header_only" "header-only"
       ;;
     pkgconfig)
       install_shardwise "$work/prefix"
       pc=$(find "$work/prefix" -name shardwise.pc)
       export PKG_CONFIG_PATH=${pc%/*}
       step "pkg-config --cflags --libs shardwise: $(pkg-config --cflags --libs shardwise)"
+      step "pkg-config --cflags --libs shardwise-header-only: $(pkg-config --cflags --libs shardwise-header-only)"
       copy_project pkgconfig
       "$work/project/build.sh"
-      run_consumer "$work/project/consumer"
-      run_consumer "$work/project/consumer_separate"
+      run_consumer "$work/project/consumer" "compiled once"
+      run_consumer "$work/project/consumer_header_only" "header-only"
+      run_consumer "$work/project/consumer_separate" "compiled once"
       ;;
     cmake)
       install_shardwise "$work/staged"
@@ -125,17 +175,18 @@ for path in "${paths[@]}"; do
       step "cmake -DCMAKE_PREFIX_PATH=$work/prefix (the install, moved there after meson install)"
       cmake_build -DCMAKE_PREFIX_PATH="$work/prefix"
       grep "^shardwise_DIR:" "$work/build/CMakeCache.txt"
-      run_consumer "$work/build/consumer"
+      run_consumer "$work/build/consumer" "compiled once"
+      run_consumer "$work/build/consumer_header_only" "header-only"
       ;;
     fetchcontent)
-      pack_source_tree
+      make_clone
       copy_project fetchcontent
-      step "cmake (FetchContent_Declare(shardwise URL file://$work/shardwise.tar.gz))"
-      # Not FETCHCONTENT_FULLY_DISCONNECTED: it would skip the unpacking too; a file:// URL
-      # needs no network.
-      cmake_build -DSHARDWISE_TARBALL="$work/shardwise.tar.gz"
+      readme_snippet "### Use from CMake" cmake >"$work/project/readme_snippet.cmake"
+      step "cmake (README.md's snippet: $(grep -E 'GIT_REPOSITORY|GIT_TAG|SOURCE_DIR' "$work/project/readme_snippet.cmake" | tr -s ' ' | tr '\n' ' '))"
+      cmake_build
       grep "^FETCHCONTENT_BASE_DIR:" "$work/build/CMakeCache.txt"
-      run_consumer "$work/build/consumer"
+      run_consumer "$work/build/app" "compiled once"
+      run_consumer "$work/build/app_header_only" "header-only"
       ;;
     add_subdirectory)
       pack_source_tree
@@ -144,7 +195,8 @@ for path in "${paths[@]}"; do
       tar -xzf "$work/shardwise.tar.gz" -C "$work/project/third_party"
       step "cmake (add_subdirectory(third_party/shardwise))"
       cmake_build
-      run_consumer "$work/build/consumer"
+      run_consumer "$work/build/consumer" "compiled once"
+      run_consumer "$work/build/consumer_header_only" "header-only"
       ;;
     *)
       echo "unknown consumer '$path' (use meson_subproject, pkgconfig, cmake, fetchcontent, add_subdirectory)"
