@@ -609,9 +609,11 @@ void expect_budget_and_plan_errors_agreed() {
 }
 
 TEST(OneRankDiffers, PlannedMatmulWithAMemoryBudget) {
+  // One axis: planned_matmul on a 2-D mesh exceeds clang++-16's default constexpr limits.
   if (world_size() == 2) return expect_budget_and_plan_errors_agreed<sw::Mesh<sw::Axis<"x", 2>>>();
-  if (world_size() == 4) return expect_budget_and_plan_errors_agreed<sw::Mesh<sw::Axis<"x", 2>, sw::Axis<"y", 2>>>();
-  GTEST_SKIP() << "the planned meshes are for 2 and 4 ranks";
+  if (world_size() == 3) return expect_budget_and_plan_errors_agreed<sw::Mesh<sw::Axis<"x", 3>>>();
+  if (world_size() == 4) return expect_budget_and_plan_errors_agreed<sw::Mesh<sw::Axis<"x", 4>>>();
+  GTEST_SKIP() << "the planned meshes are for 2, 3 and 4 ranks";
 }
 
 TEST(TwoGroupMeshes, MatmulAndEinsumRefuseOperandsOnDifferentOnes) {
