@@ -86,26 +86,41 @@ void check_operands(const char* operation, const A& a, const B& b, const C* c) {
   check_matmul_operands(operation, a.valid() ? &a.groups().world() : nullptr, oa, ob, c ? &oc : nullptr);
 }
 
-template <typename Plan, typename Scalar, MeshType M, typename ShA, int OA, typename ShB, int OB, typename ShC, int OC>
-void run_matmul(ShardedMatrix<Scalar, M, ShC, OC>& c, const ShardedMatrix<Scalar, M, ShA, OA>& a,
-                const ShardedMatrix<Scalar, M, ShB, OB>& b) {
-  execute<matmul_program<Plan, OA, OB, OC>, Scalar>(a.groups().state("matmul"),
-                  matmul_extents({a.rows(), a.cols(), b.cols()}), {a.local().data(), b.local().data(), nullptr, c.local().data()});
+/// The element strides of an operand that is a view (shardwise/view.hpp), else null: an
+/// owning block is contiguous in its storage order.
+template <typename X>
+const tensor_extents* strides_of_operand(const X& x) {
+  if constexpr (requires { x.local_strides(); }) return &x.local_strides();
+  else return nullptr;
+}
+
+template <typename Plan, typename Scalar, MeshType M, typename ShA, int OA, typename WA, typename ShB, int OB,
+          typename WB, typename ShC, int OC>
+void run_matmul(ShardedMatrix<Scalar, M, ShC, OC>& c, const ShardedMatrix<Scalar, M, ShA, OA, WA>& a,
+                const ShardedMatrix<Scalar, M, ShB, OB, WB>& b) {
+  // A view's block is handed over where it lies, with its strides: the executor reads it in
+  // place or packs it where the program's step needs contiguous data.
+  execute<matmul_program<Plan, OA, OB, OC>, Scalar>(
+      a.groups().state("matmul"), matmul_extents({a.rows(), a.cols(), b.cols()}),
+      {a.local().data(), b.local().data(), nullptr, c.local().data(), false,
+       {strides_of_operand(a), strides_of_operand(b), nullptr}});
 }
 
 }  // namespace detail
 
 /// C = A * B. ShC: NaturalOutput (C = [am, bn]) or a requested TensorSharding.
-/// Variant: standard, ring or summa (see plan/matmul_plan.hpp).
-template <typename ShC = NaturalOutput, typename Scalar, MeshType M, typename ShA, int OA, typename ShB, int OB,
-          detail::MatmulVariant Variant = variant::Standard>
-auto matmul(const ShardedMatrix<Scalar, M, ShA, OA>& a, const ShardedMatrix<Scalar, M, ShB, OB>& b, Variant = {}) {
+/// Variant: standard, ring or summa (see plan/matmul_plan.hpp). A and B may be views
+/// (shardwise/view.hpp: sw::view, sw::transposed); C is owning.
+template <typename ShC = NaturalOutput, typename Scalar, MeshType M, typename ShA, int OA, typename WA, typename ShB,
+          int OB, typename WB, detail::MatmulVariant Variant = variant::Standard>
+auto matmul(const ShardedMatrix<Scalar, M, ShA, OA, WA>& a, const ShardedMatrix<Scalar, M, ShB, OB, WB>& b,
+            Variant = {}) {
   using Plan = matmul_plan<M, ShA, ShB, ShC, Variant>;
   if constexpr (!Plan::compiles) {
     return detail::invalid_matmul{};  // the plan's static_assert said why; nothing more to report
   } else {
     using Result = ShardedMatrix<Scalar, M, typename Plan::output_sharding>;
-    detail::check_operands<ShardedMatrix<Scalar, M, ShA, OA>, ShardedMatrix<Scalar, M, ShB, OB>, Result>(
+    detail::check_operands<ShardedMatrix<Scalar, M, ShA, OA, WA>, ShardedMatrix<Scalar, M, ShB, OB, WB>, Result>(
         "shardwise::matmul", a, b, nullptr);
     Result c(a.groups(), a.rows(), b.cols(), detail::uninitialized);
     detail::run_matmul<Plan>(c, a, b);
@@ -115,16 +130,16 @@ auto matmul(const ShardedMatrix<Scalar, M, ShA, OA>& a, const ShardedMatrix<Scal
 
 /// C = A * B with a per-rank memory budget checked at compile time (plan/memory_budget.hpp):
 /// the plan's footprint for the budget's shape must fit, and A and B must have that shape.
-template <typename ShC = NaturalOutput, typename Scalar, MeshType M, typename ShA, int OA, typename ShB, int OB,
-          detail::MatmulVariant Variant, MatmulShape Shape, std::int64_t Bytes>
-auto matmul(const ShardedMatrix<Scalar, M, ShA, OA>& a, const ShardedMatrix<Scalar, M, ShB, OB>& b, Variant,
+template <typename ShC = NaturalOutput, typename Scalar, MeshType M, typename ShA, int OA, typename WA, typename ShB,
+          int OB, typename WB, detail::MatmulVariant Variant, MatmulShape Shape, std::int64_t Bytes>
+auto matmul(const ShardedMatrix<Scalar, M, ShA, OA, WA>& a, const ShardedMatrix<Scalar, M, ShB, OB, WB>& b, Variant,
             MemoryBudget<Shape, Bytes>) {
   static_assert(sizeof(detail::checked_budget<M, ShA, ShB, ShC, Variant, MemoryBudget<Shape, Bytes>,
                                               static_cast<std::int64_t>(sizeof(Scalar))>) > 0);
   using Plan = matmul_plan<M, ShA, ShB, ShC, Variant>;
   using Result = ShardedMatrix<Scalar, M, typename Plan::output_sharding>;
   // The shapes are agreed across ranks first, so a shape unlike the budget's is the same error on every rank.
-  detail::check_operands<ShardedMatrix<Scalar, M, ShA, OA>, ShardedMatrix<Scalar, M, ShB, OB>, Result>(
+  detail::check_operands<ShardedMatrix<Scalar, M, ShA, OA, WA>, ShardedMatrix<Scalar, M, ShB, OB, WB>, Result>(
       "shardwise::matmul", a, b, nullptr);
   if (a.rows() != Shape.m || a.cols() != Shape.k || b.rows() != Shape.k || b.cols() != Shape.n)
     detail::fail({"shardwise::matmul: the memory budget was checked for m = ", Shape.m, ", k = ", Shape.k, ", n = ",
@@ -136,10 +151,11 @@ auto matmul(const ShardedMatrix<Scalar, M, ShA, OA>& a, const ShardedMatrix<Scal
 
 /// C = A * B into existing storage; the requested output is C's own sharding. C may be A or
 /// B (the same object): the product then goes through a temporary, and C gets the result.
-template <typename Scalar, MeshType M, typename ShA, int OA, typename ShB, int OB, typename ShC, int OC,
-          detail::MatmulVariant Variant = variant::Standard>
-void matmul_into(ShardedMatrix<Scalar, M, ShC, OC>& c, const ShardedMatrix<Scalar, M, ShA, OA>& a,
-                 const ShardedMatrix<Scalar, M, ShB, OB>& b, Variant = {}) {
+/// A and B may be views; C is owning.
+template <typename Scalar, MeshType M, typename ShA, int OA, typename WA, typename ShB, int OB, typename WB,
+          typename ShC, int OC, detail::MatmulVariant Variant = variant::Standard>
+void matmul_into(ShardedMatrix<Scalar, M, ShC, OC>& c, const ShardedMatrix<Scalar, M, ShA, OA, WA>& a,
+                 const ShardedMatrix<Scalar, M, ShB, OB, WB>& b, Variant = {}) {
   using Plan = matmul_plan<M, ShA, ShB, ShC, Variant>;
   if constexpr (Plan::compiles) {
     detail::check_operands("shardwise::matmul_into", a, b, &c);
@@ -155,8 +171,8 @@ namespace detail {
 
 template <typename T>
 inline constexpr bool is_sharded_matrix_v = false;
-template <typename Scalar, MeshType M, typename Sh, int Order>
-inline constexpr bool is_sharded_matrix_v<ShardedMatrix<Scalar, M, Sh, Order>> = true;
+template <typename Scalar, MeshType M, typename Sh, int Order, typename Ownership>
+inline constexpr bool is_sharded_matrix_v<ShardedMatrix<Scalar, M, Sh, Order, Ownership>> = true;
 
 /// What a call to matmul (Into false) or matmul_into (Into true) with arguments of these types
 /// got wrong, as a static_assert each. (A variant is the third argument of matmul, the fourth

@@ -11,6 +11,10 @@
 // concatenate into the gathered matrix: an AllGather along that dimension lands in place,
 // with no pack or unpack. The order is a template parameter, like Eigen's, for code that
 // wants the other one.
+//
+// Ownership is the fifth parameter: Owning (the default, everything above) or a view of memory
+// the caller keeps (View, ConstView), whose block may have any strides (a leading dimension,
+// a transposed block); the view is shardwise/view.hpp's.
 #pragma once
 
 #include <Eigen/Core>
@@ -33,6 +37,20 @@
 #include "shardwise/sharding.hpp"
 
 namespace shardwise {
+
+/// Ownership of an array's block: the array allocates and frees it (the default).
+struct Owning {};
+
+namespace detail {
+/// Ownership of an array's block: memory the caller keeps, writable through the array or not.
+template <bool Const>
+struct view_ownership {};
+}  // namespace detail
+
+/// Ownership: a view of memory the caller keeps and may write through (shardwise/view.hpp).
+using View = detail::view_ownership<false>;
+/// Ownership: a read-only view of memory the caller keeps (shardwise/view.hpp).
+using ConstView = detail::view_ownership<true>;
 
 namespace detail {
 
@@ -149,9 +167,17 @@ struct checked_matrix_sharding {
 /// col_offset(), local()) and release() forward to its base, the part of a ShardedMatrix that
 /// does not depend on the mesh or the sharding (its code is compiled once per scalar type and
 /// storage order).
-template <typename Scalar, MeshType M, typename Sh, int Order = detail::default_storage_order<Sh>()>
+///
+/// `Ownership` is Owning (this class) or View / ConstView (a view of the caller's memory,
+/// defined in shardwise/view.hpp).
+template <typename Scalar, MeshType M, typename Sh, int Order = detail::default_storage_order<Sh>(),
+          typename Ownership = Owning>
 class ShardedMatrix : public detail::matrix_block<Scalar, Order> {
   using base = detail::matrix_block<Scalar, Order>;
+
+  static_assert(std::is_same_v<Ownership, Owning>,
+                "shardwise::ShardedMatrix: the ownership must be shardwise::Owning, shardwise::View or "
+                "shardwise::ConstView; for a view, include <shardwise/view.hpp>");
 
   static_assert(detail::is_array_scalar_v<Scalar>,
                 "shardwise::ShardedMatrix: the scalar type must be float, double, std::complex<float> or "
@@ -166,6 +192,7 @@ class ShardedMatrix : public detail::matrix_block<Scalar, Order> {
   using scalar_type = Scalar;  ///< The element type: float, double or a std::complex of one.
   using mesh_type = M;         ///< The mesh it is distributed over.
   using sharding = Sh;         ///< How its rows and columns are split (a TensorSharding of rank 2).
+  using ownership = Owning;    ///< It owns its block (shardwise/view.hpp has the views).
   /// Storage order of this rank's block: Eigen::RowMajor or Eigen::ColMajor.
   static constexpr int storage_order = Order;
   /// This rank's block.

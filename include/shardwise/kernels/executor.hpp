@@ -33,6 +33,13 @@ namespace shardwise::detail {
 /// The blocks an operation works on: A and B (a contraction's inputs), C (a reshard's
 /// input) and the storage of this rank's block of the result, which the result overwrites or,
 /// with `accumulate`, is added to (gradients summed over micro-batches).
+///
+/// `strides` (one per A, B, C; null: contiguous in the program's initial order) are the
+/// element strides of an input that is a view of memory the caller keeps (shardwise/view.hpp):
+/// a leading dimension larger than the block, or a transposed block. The executor reads such
+/// an input where it lies when a step can (a GEMM on a matrix with one unit stride), and
+/// packs it into contiguous scratch where a step needs contiguous data (a collective's send
+/// buffer): the same pack the program names for an operand in another order.
 template <typename Scalar>
 struct operation_io {
   const Scalar* a = nullptr;
@@ -40,6 +47,7 @@ struct operation_io {
   const Scalar* c = nullptr;
   Scalar* out = nullptr;
   bool accumulate = false;
+  std::array<const tensor_extents*, 3> strides{};
 };
 
 /// All-gather of blocks of `counts` elements: the equal-block collective when it applies (MPI
@@ -80,17 +88,21 @@ struct batched_matrix {
   }
 };
 
-/// The matrices of a block of `extents` stored in `order`, whose dimensions play `roles`.
+/// The matrices of a block of `extents` with element `strides`, whose dimensions play `roles`
+/// and are nested as `order` says (see gemm_readable()).
 template <typename T>
 [[gnu::noinline]] batched_matrix<T> as_matrices(T* data, const tensor_extents& extents, const dim_order& order,
-                              const std::array<GemmRole, max_tensor_rank>& roles) {
-  const tensor_extents strides = strides_of(extents, order);
+                              const tensor_extents& strides, const std::array<GemmRole, max_tensor_rank>& roles) {
   std::int64_t size[3] = {1, 1, 1}, innermost_stride[3] = {0, 0, 0};
+  bool spans[3] = {false, false, false};  // the group has a dimension of extent other than 1
   for (int i = 0; i < order.rank; ++i) {
     const auto d = static_cast<std::size_t>(order[i]);
     const auto role = static_cast<std::size_t>(roles[d]);
     size[role] *= extents[d];
-    innermost_stride[role] = strides[d];  // the last one seen is the group's innermost
+    // The last one seen is the group's innermost; a view's dimension of extent 1 may have any
+    // stride (contiguous blocks give it the next one's), so it does not count.
+    if (extents[d] != 1 || !spans[role]) innermost_stride[role] = strides[d];
+    spans[role] = spans[role] || extents[d] != 1;
   }
   const auto batch = static_cast<std::size_t>(GemmRole::batch), rows = static_cast<std::size_t>(GemmRole::rows),
              cols = static_cast<std::size_t>(GemmRole::cols);
@@ -102,6 +114,49 @@ template <typename T>
   const std::int64_t outer_stride = row_major ? innermost_stride[rows] : innermost_stride[cols];
   const std::int64_t ld = std::max<std::int64_t>({outer_stride, inner, 1});
   return {{data, size[rows], size[cols], ld, row_major}, size[batch], innermost_stride[batch]};
+}
+
+/// The matrices of a contiguous block of `extents` stored in `order`.
+template <typename T>
+batched_matrix<T> as_matrices(T* data, const tensor_extents& extents, const dim_order& order,
+                              const std::array<GemmRole, max_tensor_rank>& roles) {
+  return as_matrices(data, extents, order, strides_of(extents, order), roles);
+}
+
+/// Whether a block of `extents` with element `strides`, whose dimensions are nested as `order`
+/// says (an order the program made GEMM-ready), is a batch of strided matrices as it lies: the
+/// innermost dimension has unit stride, each role's dimensions merge into one (a stride is the
+/// next one's times its extent), and each role's dimensions lie outside the inner ones (no
+/// overlap). A dimension of extent 1 fits anywhere. Then a GEMM reads it with a leading
+/// dimension and nothing is copied.
+[[gnu::noinline]] inline bool gemm_readable(const tensor_extents& extents, const dim_order& order,
+                                            const tensor_extents& strides,
+                                            const std::array<GemmRole, max_tensor_rank>& roles) {
+  std::int64_t reach = 1;  // elements spanned by the dimensions inside the current one
+  int previous = -1;
+  for (int i = order.rank; i-- > 0;) {
+    const auto d = static_cast<std::size_t>(order[i]);
+    if (extents[d] <= 1) continue;
+    if (strides[d] < reach) return false;
+    if (previous < 0 && strides[d] != 1) return false;
+    if (previous >= 0 && roles[d] == roles[static_cast<std::size_t>(previous)] &&
+        strides[d] != strides[static_cast<std::size_t>(previous)] * extents[static_cast<std::size_t>(previous)])
+      return false;
+    reach = strides[d] * extents[d];
+    previous = static_cast<int>(d);
+  }
+  return true;
+}
+
+/// Whether two stride sets place every element of a block of `extents` at the same offset
+/// (a dimension of extent 1 may have any stride).
+inline bool same_layout(const tensor_extents& x, const tensor_extents& y, const tensor_extents& extents, int rank) {
+  if (element_count(extents, rank) == 0) return true;
+  for (int d = 0; d < rank; ++d) {
+    const auto i = static_cast<std::size_t>(d);
+    if (extents[i] != 1 && x[i] != y[i]) return false;
+  }
+  return true;
 }
 
 /// Copies a strided matrix into contiguous storage of the same order.
@@ -121,6 +176,14 @@ class executor {
         accumulate_(io.accumulate) {
     data_ = {io.a, io.b, io.c};
     order_ = p.initial_order;
+    // A view whose strides are those of a contiguous block in its order (the transpose of an
+    // owning matrix, a buffer without padding) is run exactly as an owning block.
+    for (std::size_t i = 0; i < 3; ++i) {
+      if (io.strides[i] == nullptr) continue;
+      const auto op = static_cast<Operand>(i);
+      strides_[i] = *io.strides[i];
+      strided_[i] = !same_layout(strides_[i], strides_of(local(op), order_[i]), local(op), axes_[op].rank);
+    }
   }
 
   [[gnu::noinline]] void run() {
@@ -146,12 +209,12 @@ class executor {
     }
     const auto c = index_of(Operand::C);
     if (data_[c] == out_) return;
-    if (!accumulate_) return permute_copy(data_[c], order_[c], out_, p_.output_order, local(Operand::C));
+    if (!accumulate_) return copy_held(Operand::C, out_, p_.output_order);
     const std::int64_t n = count(Operand::C);
     const Scalar* sum = data_[c];
-    if (!(order_[c] == p_.output_order)) {
+    if (!(order_[c] == p_.output_order) || strided_[c]) {
       Scalar* ordered = scratch<Scalar>(Slot::unpack, n);
-      permute_copy(sum, order_[c], ordered, p_.output_order, local(Operand::C));
+      copy_held(Operand::C, ordered, p_.output_order);
       sum = ordered;
     }
     add_into(out_, sum, n);
@@ -170,6 +233,24 @@ class executor {
   void hold(Operand op, const Scalar* data, const dim_order& order) {
     data_[index_of(op)] = data;
     order_[index_of(op)] = order;
+    strided_[index_of(op)] = false;  // everything the executor writes is contiguous
+  }
+
+  /// The element strides of the block `op` is held in now.
+  [[nodiscard]] tensor_extents strides(Operand op) const {
+    const auto i = index_of(op);
+    return strided_[i] ? strides_[i] : strides_of(local(op), order_[i]);
+  }
+  /// Copies the block `op` is held in now into contiguous storage `order` at `to`.
+  void copy_held(Operand op, Scalar* to, const dim_order& order) const {
+    const auto i = index_of(op);
+    if (strided_[i]) permute_copy_strided(data_[i], strides_[i], to, order, local(op));
+    else permute_copy(data_[i], order_[i], to, order, local(op));
+  }
+  /// `op` as a batch of matrices, where it is held now.
+  [[nodiscard]] batched_matrix<const Scalar> held_matrices(Operand op) const {
+    const auto i = index_of(op);
+    return as_matrices(data_[i], local(op), order_[i], strides(op), roles(op));
   }
 
   /// A scratch buffer of n elements for A or B other than the one holding its block now: each
@@ -181,16 +262,23 @@ class executor {
     return scratch<Scalar>(second ? Slot::b_1 : Slot::b_0, n);
   }
 
-  /// The operand in storage `order`: itself, or a packed copy that it now is.
+  /// The operand contiguous in storage `order`: itself, or a packed copy that it now is.
   const Scalar* pack(Operand op, const dim_order& order) {
     const auto i = index_of(op);
-    if (order_[i] == order) return data_[i];
+    if (order_[i] == order && !strided_[i]) return data_[i];
     const std::int64_t n = count(op);
     Scalar* packed = op == Operand::C ? scratch<Scalar>(Slot::c_pack, n) : spare(op, n);
-    permute_copy(data_[i], order_[i], packed, order, local(op));
+    copy_held(op, packed, order);
     hold(op, packed, order);
     if (op == Operand::C) c_owned_ = true;
     return packed;
+  }
+  /// The operand ready for a GEMM in `order`: a strided view that a GEMM can read as it lies
+  /// stays where it is (no copy); anything else as pack().
+  void pack_for_gemm(Operand op, const dim_order& order) {
+    const auto i = index_of(op);
+    if (strided_[i] && order_[i] == order && gemm_readable(local(op), order, strides_[i], roles(op))) return;
+    pack(op, order);
   }
 
   /// Where a step writes C: the result, or the ping-pong buffer C is not in now. A result that
@@ -244,6 +332,7 @@ class executor {
     const std::int64_t n = count(Operand::C);
     const auto size = static_cast<std::size_t>(n);
     AnyCommunicator& comm = group(s.axes);
+    if (strided_[index_of(Operand::C)]) pack(Operand::C, l.operand_order);  // a view's block, made contiguous
     const Scalar* c = data_[index_of(Operand::C)];
     Scalar* reduced;
     if (c_owned_) {  // in place: the usual case, C fresh from the GEMM
@@ -265,15 +354,15 @@ class executor {
 
   /// C (order `oc`, at `c`) = A B over every batch, with A and B as they are held now.
   void gemm_all(Scalar* c, const dim_order& oc, bool accumulate) {
-    const auto a = as_matrices(data_[0], local(Operand::A), order_[0], roles(Operand::A));
-    const auto b = as_matrices(data_[1], local(Operand::B), order_[1], roles(Operand::B));
+    const auto a = held_matrices(Operand::A);
+    const auto b = held_matrices(Operand::B);
     const auto out = as_matrices(c, local(Operand::C), oc, roles(Operand::C));
     for (std::int64_t i = 0; i < out.count; ++i) gemm<Scalar>(out.at(i), a.at(i), b.at(i), accumulate);
   }
 
   [[gnu::noinline]] void contract(const lowered_step& l, bool last) {
-    pack(Operand::A, l.operand_order);
-    pack(Operand::B, l.b_order);
+    pack_for_gemm(Operand::A, l.operand_order);
+    pack_for_gemm(Operand::B, l.b_order);
     if (accumulate_ && last && l.result_order == p_.output_order) {  // C += A B in place
       gemm_all(out_, l.result_order, true);
       return hold_c(out_, l.result_order);
@@ -286,9 +375,10 @@ class executor {
   // ---- ring variants: one block in flight while the previous one is multiplied -------------
 
   void ring_gather_contract(const Step& s, const lowered_step& l) {
-    pack(Operand::A, l.operand_order);
-    pack(Operand::B, l.b_order);
     const Operand x = s.operand, other = x == Operand::A ? Operand::B : Operand::A;
+    // The block that travels round the ring must be contiguous; the other is only read by GEMMs.
+    pack(x, x == Operand::A ? l.operand_order : l.b_order);
+    pack_for_gemm(other, other == Operand::A ? l.operand_order : l.b_order);
     const tensor_axes before = axes_[x];
     const axis_list kept = kept_after_gather(before, s.dim, s.axes.size());
     const std::int64_t global_k = global_[index_of(x)][static_cast<std::size_t>(s.dim)];
@@ -299,7 +389,7 @@ class executor {
     const dim_order x_order = order_[index_of(x)];
     const Scalar* block = data_[index_of(x)];
     // The other operand whole along k: its slice for block g is a range of its k rows or columns.
-    const auto whole_other = as_matrices(data_[index_of(other)], local(other), order_[index_of(other)], roles(other));
+    const auto whole_other = held_matrices(other);
     Scalar* buffers[2] = {scratch<Scalar>(Slot::ring_0, widest), scratch<Scalar>(Slot::ring_1, widest)};
     const std::int64_t c_count = count(Operand::C);
     Scalar* target = c_target(l.writes_output, c_count);
@@ -341,16 +431,16 @@ class executor {
   }
 
   void ring_contract_scatter(const Step& s, const lowered_step& l) {
-    pack(Operand::A, l.operand_order);
-    pack(Operand::B, l.b_order);
+    pack_for_gemm(Operand::A, l.operand_order);
+    pack_for_gemm(Operand::B, l.b_order);
     // C is cut along s.dim, a dimension it gets from A's rows or B's columns.
     const bool from_a = roles(Operand::C)[static_cast<std::size_t>(s.dim)] == GemmRole::rows;
     const std::int64_t global_d = global_[2][static_cast<std::size_t>(s.dim)];
     const axis_list kept = axes_[Operand::C].dim(s.dim);
     AnyCommunicator& comm = group(s.axes);
     const int size = comm.size(), rank = comm.rank();
-    const auto a = as_matrices(data_[0], local(Operand::A), order_[0], roles(Operand::A));
-    const auto b = as_matrices(data_[1], local(Operand::B), order_[1], roles(Operand::B));
+    const auto a = held_matrices(Operand::A);
+    const auto b = held_matrices(Operand::B);
     auto chunk_extents = [&](int g) {
       tensor_extents extents = local(Operand::C);
       extents[static_cast<std::size_t>(s.dim)] = geo_.gathered_block(global_d, kept, s.axes, g);
@@ -418,11 +508,12 @@ class executor {
   }
 
   void summa(const Step& s, const lowered_step& l) {
-    pack(Operand::A, l.operand_order);
-    pack(Operand::B, l.b_order);
+    // Panels are broadcast from the block with its leading dimension (share_panel packs them).
+    pack_for_gemm(Operand::A, l.operand_order);
+    pack_for_gemm(Operand::B, l.b_order);
     const std::int64_t k = global_[0][1];
-    const auto a = as_matrices(data_[0], local(Operand::A), order_[0], roles(Operand::A)).matrix;
-    const auto b = as_matrices(data_[1], local(Operand::B), order_[1], roles(Operand::B)).matrix;
+    const auto a = held_matrices(Operand::A).matrix;
+    const auto b = held_matrices(Operand::B).matrix;
     const std::int64_t a_offset = geo_.offset(k, s.axes), b_offset = geo_.offset(k, s.b_axes);
     AnyCommunicator& a_group = group(s.axes);   // A's panels travel along the row of the grid
     AnyCommunicator& b_group = group(s.b_axes);  // B's along the column
@@ -456,6 +547,8 @@ class executor {
   operand_axes axes_;
   std::array<const Scalar*, 3> data_{};
   std::array<dim_order, 3> order_{};
+  std::array<bool, 3> strided_{};           // held in a caller's view with strides_ (not contiguous)
+  std::array<tensor_extents, 3> strides_{};
   Scalar* out_;
   bool accumulate_;
   bool c_owned_ = false;  // C's block is ours to overwrite (the result or a scratch buffer)

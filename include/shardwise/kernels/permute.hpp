@@ -48,13 +48,14 @@ template <typename Scalar>
   for (std::int64_t i = 0; i < n; ++i) into[i] += from[i];
 }
 
-/// Copies a block of `extents` stored in `from_order` at `from` into `to_order` at `to`.
+/// Copies a block of `extents` whose elements lie at `source_strides` from `from` (any
+/// strides: a view's leading dimension, a transposed view) into contiguous storage in
+/// `to_order` at `to`.
 template <typename Scalar>
-[[gnu::noinline]] void permute_copy(const Scalar* from, const dim_order& from_order, Scalar* to, const dim_order& to_order,
-                  const tensor_extents& extents) {
+[[gnu::noinline]] void permute_copy_strided(const Scalar* from, const tensor_extents& source_strides, Scalar* to,
+                                            const dim_order& to_order, const tensor_extents& extents) {
   const std::int64_t total = element_count(extents, to_order.rank);
-  if (total == 0 || from == to) return;
-  const tensor_extents source_strides = strides_of(extents, from_order);
+  if (total == 0) return;
   // The destination's dimensions, outermost first, with their source strides; merged where the
   // source has them adjacent in the same order too, extent-1 dimensions dropped.
   std::array<std::int64_t, max_tensor_rank> extent{}, stride{};
@@ -95,6 +96,14 @@ template <typename Scalar>
   }
 }
 
+/// Copies a block of `extents` stored in `from_order` at `from` into `to_order` at `to`.
+template <typename Scalar>
+[[gnu::noinline]] void permute_copy(const Scalar* from, const dim_order& from_order, Scalar* to, const dim_order& to_order,
+                  const tensor_extents& extents) {
+  if (from == to) return;
+  permute_copy_strided(from, strides_of(extents, from_order), to, to_order, extents);
+}
+
 /// Copies the box of `box` extents at `offsets` out of (`out_of` true) or into a row-major
 /// tensor of `whole` extents at `tensor`, from or to a row-major block at `block`: how a rank
 /// takes its block out of a global tensor. One memcpy per innermost run.
@@ -126,7 +135,9 @@ void copy_box(const Scalar* from, Scalar* to, const tensor_extents& whole, const
                                             std::int64_t);                                                   \
   EXTERN template void add_into<Scalar>(Scalar*, const Scalar*, std::int64_t);                                \
   EXTERN template void permute_copy<Scalar>(const Scalar*, const dim_order&, Scalar*, const dim_order&,        \
-                                            const tensor_extents&);
+                                            const tensor_extents&);                                          \
+  EXTERN template void permute_copy_strided<Scalar>(const Scalar*, const tensor_extents&, Scalar*,             \
+                                                    const dim_order&, const tensor_extents&);
 #if SHARDWISE_EXTERN_RUNTIME
 SHARDWISE_PERMUTE_INSTANTIATIONS(extern, float)
 SHARDWISE_PERMUTE_INSTANTIATIONS(extern, double)

@@ -1,0 +1,45 @@
+// Views under mpiexec (2, 3 and 4 ranks): the cases of tests/view_cases.hpp with MPI and a
+// counting communicator. Verdicts are all-reduced so every rank asserts the same.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include "local_checks.hpp"
+#include "mpi_support.hpp"
+#include "view_cases.hpp"
+
+namespace sw = shardwise;
+using namespace sw::testing;
+
+namespace {
+
+template <typename M>
+void run_all(const std::vector<ViewCase<M>>& cases, const M& mesh, std::initializer_list<sw::MatmulShape> shapes) {
+  CountedGroups<M> g(mesh);
+  std::uint64_t seed = 5;
+  for (const auto& c : cases)
+    for (const auto& shape : shapes) {
+      LocalChecks quiet;
+      const ViewResult v = c.run(g.groups, shape, seed++, g.counters.get());
+      double worst[2] = {v.error, v.transposed_error};
+      int ok[4] = {v.traffic_ok, v.in_place, v.no_copy, v.to_global_ok};
+      MPI_Allreduce(MPI_IN_PLACE, worst, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+      MPI_Allreduce(MPI_IN_PLACE, ok, 4, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+      SCOPED_TRACE(c.name + " on " + std::to_string(world_size()) + " ranks, m=" + std::to_string(shape.m) +
+                   " k=" + std::to_string(shape.k) + " n=" + std::to_string(shape.n));
+      EXPECT_LE(worst[0], v.tolerance);
+      EXPECT_LE(worst[1], v.tolerance);
+      EXPECT_TRUE(ok[0]) << "traffic differs from the model; this rank:" << v.detail;
+      EXPECT_TRUE(ok[1]) << "a view's data pointer is not the buffer's";
+      EXPECT_TRUE(ok[2]) << "a view was copied; this rank:" << v.detail;
+      EXPECT_TRUE(ok[3]) << "a view's to_global differs";
+    }
+}
+
+}  // namespace
+
+TEST(ViewMpi, LineEveryPolicy) { run_all(line_view_cases(), Line{world_size()}, {{16, 24, 32}, {13, 19, 11}}); }
+
+TEST(ViewMpi, GridOuterFullSumma) {
+  if (world_size() % 2 != 0) GTEST_SKIP() << "a 2 x p/2 grid needs an even number of ranks";
+  run_all(grid_view_cases(), Grid{2, world_size() / 2}, {{13, 19, 11}});
+}

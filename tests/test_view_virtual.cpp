@@ -1,0 +1,84 @@
+// Views on the virtual cluster: matmul on views of each rank's own buffer (with a leading
+// dimension, through an Eigen::Map) and on transposed views, for every policy family, on 1 to
+// 4 ranks and uneven shapes (tests/view_cases.hpp); and the checks made when a view is made.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <stdexcept>
+
+#include "local_checks.hpp"
+#include "shardwise/comm/virtual_cluster.hpp"
+#include "view_cases.hpp"
+
+namespace sw = shardwise;
+using namespace sw::testing;
+
+namespace {
+
+template <typename M>
+void run_all(const std::vector<ViewCase<M>>& cases, const M& mesh, std::initializer_list<sw::MatmulShape> shapes) {
+  std::uint64_t seed = 11;
+  for (const auto& c : cases)
+    for (const auto& shape : shapes) {
+      SCOPED_TRACE(c.name + " on " + std::to_string(mesh.size()) + " ranks, m=" + std::to_string(shape.m) +
+                   " k=" + std::to_string(shape.k) + " n=" + std::to_string(shape.n));
+      LocalChecks quiet;
+      std::vector<ViewResult> results(static_cast<std::size_t>(mesh.size()));
+      sw::run_virtual_cluster(mesh.size(), [&](sw::VirtualCommunicator& comm) {
+        const int rank = comm.rank();
+        auto counters = std::make_shared<sw::CommCounters>();
+        sw::ProcessGroupMesh<M> groups(sw::CountingCommunicator<sw::VirtualCommunicator>(std::move(comm), counters),
+                                       mesh);
+        results[static_cast<std::size_t>(rank)] = c.run(groups, shape, seed, counters.get());
+      });
+      ++seed;
+      for (std::size_t r = 0; r < results.size(); ++r) {
+        const ViewResult& v = results[r];
+        EXPECT_LE(v.error, v.tolerance) << "rank " << r;
+        EXPECT_LE(v.transposed_error, v.tolerance) << "rank " << r;
+        EXPECT_TRUE(v.traffic_ok) << "rank " << r << ":" << v.detail;
+        EXPECT_TRUE(v.in_place) << "rank " << r;
+        EXPECT_TRUE(v.no_copy) << "rank " << r << ":" << v.detail;
+        EXPECT_TRUE(v.to_global_ok) << "rank " << r;
+      }
+    }
+}
+
+constexpr sw::MatmulShape even{16, 24, 32};
+constexpr sw::MatmulShape uneven{13, 19, 11};
+
+}  // namespace
+
+TEST(ViewVirtual, LineEveryPolicy) {
+  for (int p : {1, 2, 3, 4}) run_all(line_view_cases(), Line{p}, {even, uneven});
+}
+
+TEST(ViewVirtual, GridOuterFullSumma) {
+  run_all(grid_view_cases(), Grid{2, 1}, {uneven});
+  run_all(grid_view_cases(), Grid{2, 2}, {even, uneven});
+}
+
+// A view's block that does not fit the sharding, or a shape a rank disagrees on, is the same
+// error on every rank (no hang).
+TEST(ViewVirtual, BadBlocksThrowOnEveryRank) {
+  using M = Line;
+  using A = sw::ShardedMatrix<double, M, TS<S<"x">, R>, Eigen::ColMajor>;
+  std::vector<int> threw(3, 0);
+  sw::run_virtual_cluster(3, [&](sw::VirtualCommunicator& comm) {
+    const int rank = comm.rank();
+    sw::ProcessGroupMesh<M> groups(std::move(comm), M{3});
+    Eigen::MatrixXd block = Eigen::MatrixXd::Zero(rank == 1 ? 2 : 3, 4);  // rank 1's should be 3 x 4
+    try {
+      (void)sw::view<A>(groups, {9, 4}, block);
+    } catch (const std::exception& e) {
+      threw[static_cast<std::size_t>(rank)] += std::string(e.what()).find("the Eigen block is 2 x 4") != std::string::npos;
+    }
+    std::vector<double> buffer(12);
+    try {
+      (void)sw::view<A>(groups, {rank == 2 ? 8 : 9, 4}, buffer.data(), {1, 3});
+    } catch (const std::exception&) {
+      threw[static_cast<std::size_t>(rank)] += 10;
+    }
+  });
+  for (int t : threw) EXPECT_EQ(t, 11);
+}
