@@ -8,6 +8,7 @@
 
 #include "local_checks.hpp"
 #include "shardwise/comm/virtual_cluster.hpp"
+#include "tensor_view_cases.hpp"
 #include "view_cases.hpp"
 
 namespace sw = shardwise;
@@ -56,6 +57,34 @@ TEST(ViewVirtual, LineEveryPolicy) {
 TEST(ViewVirtual, GridOuterFullSumma) {
   run_all(grid_view_cases(), Grid{2, 1}, {uneven});
   run_all(grid_view_cases(), Grid{2, 2}, {even, uneven});
+}
+
+TEST(ViewVirtual, EinsumOnTensorViews) {
+  std::uint64_t seed = 3;
+  for (int p : {1, 2, 3, 4})
+    for (const auto& c : line_tensor_view_cases())
+      for (const std::array<std::int64_t, 4> e : {std::array<std::int64_t, 4>{2, 5, 7, 3}, {3, 4, 8, 6}}) {
+        SCOPED_TRACE(c.name + " on " + std::to_string(p) + " ranks");
+        LocalChecks quiet;
+        std::vector<ViewResult> results(static_cast<std::size_t>(p));
+        sw::run_virtual_cluster(p, [&](sw::VirtualCommunicator& comm) {
+          const int rank = comm.rank();
+          auto counters = std::make_shared<sw::CommCounters>();
+          sw::ProcessGroupMesh<Line> groups(sw::CountingCommunicator<sw::VirtualCommunicator>(std::move(comm), counters),
+                                            Line{p});
+          results[static_cast<std::size_t>(rank)] = c.run(groups, e, seed, counters.get());
+        });
+        ++seed;
+        for (std::size_t r = 0; r < results.size(); ++r) {
+          const ViewResult& v = results[r];
+          EXPECT_LE(v.error, v.tolerance) << "rank " << r;
+          EXPECT_LE(v.transposed_error, v.tolerance) << "rank " << r;
+          EXPECT_TRUE(v.traffic_ok) << "rank " << r << ":" << v.detail;
+          EXPECT_TRUE(v.in_place) << "rank " << r;
+          EXPECT_TRUE(v.no_copy) << "rank " << r << ":" << v.detail;
+          EXPECT_TRUE(v.to_global_ok) << "rank " << r;
+        }
+      }
 }
 
 // A view's block that does not fit the sharding, or a shape a rank disagrees on, is the same

@@ -63,22 +63,54 @@ IndexExtents check_einsum_operands(const contraction_indices& ix, const A& a, co
   return extents;
 }
 
+/// A program lowered again for operands stored in OA and OB (a permuted view's order): the
+/// same steps, with the packs those orders need.
+template <const program& P, dim_order OA, dim_order OB>
+inline constexpr program relowered = lower(P.steps, P.start, P.indices, P.panel_width, OA, OB, {}, P.output_order);
+
+/// The program of Plan for operands of types A and B: the plan's own for row-major blocks.
+template <typename Plan, typename A, typename B>
+constexpr const program& einsum_program() {
+  if constexpr (A::storage == Plan::program.initial_order[0] && B::storage == Plan::program.initial_order[1])
+    return Plan::program;
+  else
+    return relowered<Plan::program, A::storage, B::storage>;
+}
+
+/// This rank's block of a tensor: where it lies, and its element strides when it is a view
+/// (shardwise/view.hpp; null for an owning block, contiguous in its storage order).
+template <typename X>
+const typename X::scalar_type* block_data(const X& x) {
+  if constexpr (requires { x.local_strides(); }) return x.data();
+  else return x.local().data();
+}
+template <typename X>
+const tensor_extents* block_strides(const X& x) {
+  if constexpr (requires { x.local_strides(); }) return &x.local_strides();
+  else return nullptr;
+}
+
 }  // namespace detail
 
 /// C = einsum<Spec>(A, B): Spec names the indices ("bsm,mh->bsh"); ShC is NaturalOutput or a
-/// requested TensorSharding for C; Variant is standard, ring or summa. Collective.
-template <fixed_string Spec, typename ShC = NaturalOutput, typename Scalar, MeshType M, typename ShA, typename ShB,
-          typename Variant = variant::Standard>
+/// requested TensorSharding for C; Variant is standard, ring or summa. Collective. A and B may
+/// be views (shardwise/view.hpp: sw::view, sw::permuted); C is owning.
+template <fixed_string Spec, typename ShC = NaturalOutput, typename Scalar, MeshType M, typename ShA, typename WA,
+          typename ShB, typename WB, typename Variant = variant::Standard>
   requires detail::ContractionVariant<Variant>
-auto einsum(const ShardedTensor<Scalar, M, ShA>& a, const ShardedTensor<Scalar, M, ShB>& b, Variant = {}) {
+auto einsum(const ShardedTensor<Scalar, M, ShA, WA>& a, const ShardedTensor<Scalar, M, ShB, WB>& b, Variant = {}) {
   using Plan = einsum_plan<Spec, M, ShA, ShB, ShC, Variant>;
   using Result = ShardedTensor<Scalar, M, typename Plan::output_sharding>;
   const IndexExtents extents = detail::check_einsum_operands(Plan::indices, a, b);
   typename Result::extents_type c_extents{};
   for (std::size_t d = 0; d < Result::rank; ++d) c_extents[d] = extents[Plan::indices.letter(Operand::C, static_cast<int>(d))];
   Result c(a.groups(), c_extents, detail::uninitialized);
-  detail::execute<Plan::program, Scalar>(a.groups().state("einsum"), detail::operand_extents_of(Plan::indices, extents),
-                                         {a.local().data(), b.local().data(), nullptr, c.local().data()});
+  using A = ShardedTensor<Scalar, M, ShA, WA>;
+  using B = ShardedTensor<Scalar, M, ShB, WB>;
+  detail::execute<detail::einsum_program<Plan, A, B>(), Scalar>(
+      a.groups().state("einsum"), detail::operand_extents_of(Plan::indices, extents),
+      {detail::block_data(a), detail::block_data(b), nullptr, c.local().data(), false,
+       {detail::block_strides(a), detail::block_strides(b), nullptr}});
   return c;
 }
 

@@ -43,7 +43,9 @@ struct Owning {};
 
 namespace detail {
 /// Ownership of an array's block: memory the caller keeps, writable through the array or not.
-template <bool Const>
+/// `Order`: for a tensor view, the storage order the planner plans for (rank 0: row-major);
+/// a permuted view has the permuted one. Matrices carry theirs in their own parameter.
+template <bool Const, dim_order Order = dim_order{}>
 struct view_ownership {};
 }  // namespace detail
 

@@ -85,8 +85,13 @@ concept row_major_tensor_like = requires(const T& t) {
 }  // namespace detail
 
 /// A tensor distributed over the mesh M as the sharding Sh says (Sh::rank dimensions, 1 to 6).
-template <typename Scalar, MeshType M, typename Sh>
+/// `Ownership` is Owning (this class) or View / ConstView (a view of the caller's memory with
+/// any strides, defined in shardwise/view.hpp).
+template <typename Scalar, MeshType M, typename Sh, typename Ownership = Owning>
 class ShardedTensor {
+  static_assert(std::is_same_v<Ownership, Owning>,
+                "shardwise::ShardedTensor: the ownership must be shardwise::Owning, shardwise::View or "
+                "shardwise::ConstView; for a view, include <shardwise/view.hpp>");
   static_assert(detail::is_array_scalar_v<Scalar>,
                 "shardwise::ShardedTensor: the scalar type must be float, double, std::complex<float> or "
                 "std::complex<double>");
@@ -96,6 +101,7 @@ class ShardedTensor {
   using scalar_type = Scalar;  ///< The element type: float, double or a std::complex of one.
   using mesh_type = M;         ///< The mesh it is distributed over.
   using sharding = Sh;         ///< How its dimensions are split (a TensorSharding).
+  using ownership = Owning;    ///< It owns its block (shardwise/view.hpp has the views).
   /// Number of dimensions.
   static constexpr std::size_t rank = detail::is_tensor_sharding_v<Sh> ? Sh::rank : 1;
   /// Global (or local) extents, one per dimension.
@@ -280,8 +286,8 @@ class ShardedTensor {
 namespace detail {
 template <typename T>
 inline constexpr bool is_sharded_tensor_v = false;
-template <typename Scalar, MeshType M, typename Sh>
-inline constexpr bool is_sharded_tensor_v<ShardedTensor<Scalar, M, Sh>> = true;
+template <typename Scalar, MeshType M, typename Sh, typename Ownership>
+inline constexpr bool is_sharded_tensor_v<ShardedTensor<Scalar, M, Sh, Ownership>> = true;
 }  // namespace detail
 
 /// The tensor with sharding To, as far as that needs no reshuffle: reduce a Partial

@@ -16,6 +16,7 @@
 //   kernels/                   the one executor, GEMM (BLAS or Eigen), packing, scratch space
 //   sharded_matrix             a matrix distributed over the mesh
 //   reshard, matmul            operations: reshard and reduce; C = A * B
+//   view                       arrays over memory the caller keeps (strides); transposed views
 //   nn/pipeline_schedule       constexpr GPipe / 1F1B tables
 //   nn/ffn_policy              FeedForward policies: its contractions planned, cost model (compile-time)
 //   nn/feed_forward            the sharded FeedForward layer, forward and backward
@@ -43,6 +44,7 @@
 #include "shardwise/sharded_matrix.hpp"
 #include "shardwise/reshard.hpp"
 #include "shardwise/matmul.hpp"
+#include "shardwise/view.hpp"
 #include "shardwise/nn/pipeline_schedule.hpp"
 #include "shardwise/nn/ffn_policy.hpp"
 #include "shardwise/nn/sharded_activation.hpp"

@@ -1,5 +1,6 @@
 // shardwise/tensor.hpp: shardwise with N-D tensors: everything in shardwise.hpp, plus
-// ShardedTensor (1 to 6 dimensions, to and from Eigen's Tensor module) and einsum.
+// ShardedTensor (1 to 6 dimensions, to and from Eigen's Tensor module), einsum, and tensor
+// views (tensor_view.hpp).
 //
 // A separate include because Eigen's Tensor module costs every translation unit that parses
 // it (about 0.4 s with g++ -O3); programs on matrices only include shardwise.hpp.
@@ -8,3 +9,4 @@
 #include "shardwise/shardwise.hpp"
 #include "shardwise/sharded_tensor.hpp"
 #include "shardwise/einsum.hpp"
+#include "shardwise/tensor_view.hpp"

@@ -54,18 +54,34 @@ namespace shardwise {
 
 namespace detail {
 
-/// TensorSharding<R, C, Partial...> with its two dimensions swapped.
-template <typename Sh>
-struct transposed_sharding;
-template <typename R, typename C, typename... Partial>
-struct transposed_sharding<TensorSharding<R, C, Partial...>> {
-  using type = TensorSharding<C, R, Partial...>;
+// TensorSharding `T` with the Partial among `Params` (if any) appended. Hidden from Doxygen,
+// which takes the recursion for a recursive class relation and warns.
+/// @cond
+template <typename T, typename... Params>
+struct append_partial {
+  using type = T;
 };
+template <typename... D, typename First, typename... Rest>
+struct append_partial<TensorSharding<D...>, First, Rest...>
+    : append_partial<std::conditional_t<is_partial_v<First>, TensorSharding<D..., First>, TensorSharding<D...>>,
+                     Rest...> {};
+/// @endcond
+
+/// The sharding of a permuted view: dimension i is dimension P[i] of Sh; a Partial stays.
+template <typename Sh, std::size_t... P>
+struct permuted_sharding;
+template <typename... Params, std::size_t... P>
+struct permuted_sharding<TensorSharding<Params...>, P...>
+    : append_partial<TensorSharding<typename TensorSharding<Params...>::template dim<P>...>, Params...> {};
+
+/// A matrix sharding with its two dimensions swapped.
+template <typename Sh>
+using transposed_sharding = permuted_sharding<Sh, 1, 0>;
 
 template <typename T>
 inline constexpr bool is_view_ownership_v = false;
-template <bool Const>
-inline constexpr bool is_view_ownership_v<view_ownership<Const>> = true;
+template <bool Const, dim_order Order>
+inline constexpr bool is_view_ownership_v<view_ownership<Const, Order>> = true;
 
 /// Tag: a view made from an array that was already checked (no check, no communication).
 struct view_unchecked_t {};
