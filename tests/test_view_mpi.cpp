@@ -1,10 +1,12 @@
-// Views under mpiexec (2, 3 and 4 ranks): the cases of tests/view_cases.hpp with MPI and a
-// counting communicator. Verdicts are all-reduced so every rank asserts the same.
+// Views under mpiexec (2, 3 and 4 ranks): the cases of tests/view_cases.hpp and
+// tests/tensor_view_cases.hpp with MPI and a counting communicator. Verdicts are all-reduced
+// so every rank asserts the same.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
 #include "local_checks.hpp"
 #include "mpi_support.hpp"
+#include "tensor_view_cases.hpp"
 #include "view_cases.hpp"
 
 namespace sw = shardwise;
@@ -38,6 +40,27 @@ void run_all(const std::vector<ViewCase<M>>& cases, const M& mesh, std::initiali
 }  // namespace
 
 TEST(ViewMpi, LineEveryPolicy) { run_all(line_view_cases(), Line{world_size()}, {{16, 24, 32}, {13, 19, 11}}); }
+
+TEST(ViewMpi, EinsumOnTensorViews) {
+  CountedGroups<Line> g(Line{world_size()});
+  std::uint64_t seed = 9;
+  for (const auto& c : line_tensor_view_cases())
+    for (const std::array<std::int64_t, 4> e : {std::array<std::int64_t, 4>{2, 5, 7, 3}, {3, 4, 8, 6}}) {
+      LocalChecks quiet;
+      const ViewResult v = c.run(g.groups, e, seed++, g.counters.get());
+      double worst[2] = {v.error, v.transposed_error};
+      int ok[4] = {v.traffic_ok, v.in_place, v.no_copy, v.to_global_ok};
+      MPI_Allreduce(MPI_IN_PLACE, worst, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+      MPI_Allreduce(MPI_IN_PLACE, ok, 4, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+      SCOPED_TRACE(c.name + " on " + std::to_string(world_size()) + " ranks");
+      EXPECT_LE(worst[0], v.tolerance);
+      EXPECT_LE(worst[1], v.tolerance);
+      EXPECT_TRUE(ok[0]) << "traffic differs from the model; this rank:" << v.detail;
+      EXPECT_TRUE(ok[1]) << "a view's data pointer is not the buffer's";
+      EXPECT_TRUE(ok[2]) << "a view was copied; this rank:" << v.detail;
+      EXPECT_TRUE(ok[3]) << "a view's to_global differs";
+    }
+}
 
 TEST(ViewMpi, GridOuterFullSumma) {
   if (world_size() % 2 != 0) GTEST_SKIP() << "a 2 x p/2 grid needs an even number of ranks";
