@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <stdexcept>
+#include <vector>
 
 #include "local_checks.hpp"
 #include "shardwise/comm/virtual_cluster.hpp"
@@ -85,6 +86,37 @@ TEST(ViewVirtual, EinsumOnTensorViews) {
           EXPECT_TRUE(v.to_global_ok) << "rank " << r;
         }
       }
+}
+
+// The README's block on views, verbatim between the markers (so that it compiles and runs).
+TEST(ViewVirtual, ReadmeBlock) {
+  using Line = sw::Mesh<sw::Axis<"x", sw::dynamic_extent>>;
+  const std::int64_t m = 10, k = 7, n = 5;
+  const auto a_global = random_matrix<double>(m, k, 1), b_global = random_matrix<double>(k, n, 2);
+  std::vector<double> errors(3, 1.0);
+  sw::run_virtual_cluster(3, [&](sw::VirtualCommunicator& comm) {
+    const int rank = comm.rank();
+    sw::ProcessGroupMesh<Line> groups(std::move(comm), Line{3});
+    // Each rank's rows of A (rows 4, 3, 3 from the top) in a padded column-major buffer.
+    const std::int64_t rows = rank == 0 ? 4 : 3, first = rank == 0 ? 0 : 4 + 3 * (rank - 1), lld = rows + 2;
+    std::vector<double> a_local(static_cast<std::size_t>(lld * k));
+    for (std::int64_t j = 0; j < k; ++j)
+      for (std::int64_t i = 0; i < rows; ++i) a_local[static_cast<std::size_t>(i + j * lld)] = a_global(first + i, j);
+    Eigen::MatrixXd b_copy = b_global;
+    Eigen::Map<Eigen::MatrixXd> b_map(b_copy.data(), k, n);
+    // ---- begin README block ----
+    using A_t = sw::ShardedMatrix<double, Line, sw::TensorSharding<sw::Split<"x">, sw::Replicated>, Eigen::ColMajor>;
+    using B_t = sw::ShardedMatrix<double, Line, sw::TensorSharding<sw::Replicated, sw::Replicated>>;
+    auto a = sw::view<A_t>(groups, {m, k}, a_local.data(), {1, lld});  // rank's rows, leading dimension lld
+    auto b = sw::view<B_t>(groups, {k, n}, b_map);                      // an Eigen::Map (or Ref, Matrix)
+    auto c = sw::matmul(a, b);                        // C = A B, rows over x: local, an owning result
+    auto g = sw::matmul(sw::transposed(a), c);        // G = Aᵀ C: k over x, one AllReduce, no transpose copy
+    // ---- end README block ----
+    const Eigen::MatrixXd want_c = a_global * b_global, want_g = a_global.transpose() * want_c;
+    errors[static_cast<std::size_t>(rank)] =
+        relative_error(c.to_global(), want_c) + relative_error(g.to_global(), want_g);
+  });
+  for (double e : errors) EXPECT_LE(e, 1e-12);
 }
 
 // A view's block that does not fit the sharding, or a shape a rank disagrees on, is the same
