@@ -3,6 +3,7 @@
 // 4 ranks and uneven shapes (tests/view_cases.hpp); and the checks made when a view is made.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <memory>
 #include <stdexcept>
 #include <vector>
@@ -91,14 +92,14 @@ TEST(ViewVirtual, EinsumOnTensorViews) {
 // The README's block on views, verbatim between the markers (so that it compiles and runs).
 TEST(ViewVirtual, ReadmeBlock) {
   using Line = sw::Mesh<sw::Axis<"x", sw::dynamic_extent>>;
-  const std::int64_t m = 10, k = 7, n = 5;
+  const std::int64_t m = 9, k = 7, n = 5;
   const auto a_global = random_matrix<double>(m, k, 1), b_global = random_matrix<double>(k, n, 2);
   std::vector<double> errors(3, 1.0);
   sw::run_virtual_cluster(3, [&](sw::VirtualCommunicator& comm) {
     const int rank = comm.rank();
     sw::ProcessGroupMesh<Line> groups(std::move(comm), Line{3});
-    // Each rank's rows of A (rows 4, 3, 3 from the top) in a padded column-major buffer.
-    const std::int64_t rows = rank == 0 ? 4 : 3, first = rank == 0 ? 0 : 4 + 3 * (rank - 1), lld = rows + 2;
+    // Each rank's 3 rows of A in a padded column-major buffer (uneven blocks: tests/view_cases.hpp).
+    const std::int64_t rows = 3, first = 3 * rank, lld = rows + 2;
     std::vector<double> a_local(static_cast<std::size_t>(lld * k));
     for (std::int64_t j = 0; j < k; ++j)
       for (std::int64_t i = 0; i < rows; ++i) a_local[static_cast<std::size_t>(i + j * lld)] = a_global(first + i, j);
@@ -117,6 +118,38 @@ TEST(ViewVirtual, ReadmeBlock) {
         relative_error(c.to_global(), want_c) + relative_error(g.to_global(), want_g);
   });
   for (double e : errors) EXPECT_LE(e, 1e-12);
+}
+
+// matmul_into a view C: straight into the caller's memory when it is contiguous, through a
+// copy of C's block when it has a leading dimension; the padding is left as it was.
+TEST(ViewVirtual, MatmulIntoAView) {
+  using Line = sw::Mesh<sw::Axis<"x", sw::dynamic_extent>>;
+  using A_t = sw::ShardedMatrix<double, Line, TS<S<"x">, R>, Eigen::ColMajor>;
+  using B_t = sw::ShardedMatrix<double, Line, TS<R, R>>;
+  using C_t = sw::ShardedMatrix<double, Line, TS<S<"x">, R>, Eigen::RowMajor>;
+  const std::int64_t m = 11, k = 6, n = 4;
+  const auto a_global = random_matrix<double>(m, k, 5), b_global = random_matrix<double>(k, n, 6);
+  const Eigen::MatrixXd want = a_global * b_global;
+  std::vector<int> ok(3, 0);
+  sw::run_virtual_cluster(3, [&](sw::VirtualCommunicator& comm) {
+    const int rank = comm.rank();
+    sw::ProcessGroupMesh<Line> groups(std::move(comm), Line{3});
+    const auto a = A_t::distribute(groups, a_global);
+    const auto b = B_t::distribute(groups, b_global);
+    const std::int64_t rows = a.local_rows();
+    bool good = true;
+    for (const std::int64_t ldc : {n, n + 3}) {
+      std::vector<double> c_local(static_cast<std::size_t>(rows * ldc), -7.0);
+      sw::matmul_into(sw::view<C_t>(groups, {m, n}, c_local.data(), {ldc, 1}), a, b);
+      for (std::int64_t i = 0; i < rows; ++i)
+        for (std::int64_t j = 0; j < ldc; ++j) {
+          const double got = c_local[static_cast<std::size_t>(i * ldc + j)];
+          good = good && (j < n ? std::abs(got - want(a.row_offset() + i, j)) < 1e-12 : got == -7.0);
+        }
+    }
+    ok[static_cast<std::size_t>(rank)] = good;
+  });
+  for (int v : ok) EXPECT_TRUE(v);
 }
 
 // A view's block that does not fit the sharding, or a shape a rank disagrees on, is the same

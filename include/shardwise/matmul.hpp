@@ -11,6 +11,7 @@
 //   auto Cs = sw::reduce(Cp);                                  // ... finish it later
 //   sw::matmul(A, B, sw::ring);  sw::matmul(A, B, sw::summa);  // variants, per call
 //   sw::matmul_into(C, A, B);                           // reuse C's storage (no allocation)
+//   sw::matmul_into(sw::view<C_t>(groups, {m, n}, p, {1, ldc}), A, B);  // into the caller's memory
 #pragma once
 
 #include <cstdint>
@@ -94,16 +95,23 @@ const tensor_extents* strides_of_operand(const X& x) {
   else return nullptr;
 }
 
-template <typename Plan, typename Scalar, MeshType M, typename ShA, int OA, typename WA, typename ShB, int OB,
-          typename WB, typename ShC, int OC>
-void run_matmul(ShardedMatrix<Scalar, M, ShC, OC>& c, const ShardedMatrix<Scalar, M, ShA, OA, WA>& a,
-                const ShardedMatrix<Scalar, M, ShB, OB, WB>& b) {
+/// Runs the plan into `out`, this rank's block of C, contiguous in the storage order OC.
+template <typename Plan, int OC, typename Scalar, MeshType M, typename ShA, int OA, typename WA, typename ShB,
+          int OB, typename WB>
+void run_matmul_into(Scalar* out, const ShardedMatrix<Scalar, M, ShA, OA, WA>& a,
+                     const ShardedMatrix<Scalar, M, ShB, OB, WB>& b) {
   // A view's block is handed over where it lies, with its strides: the executor reads it in
   // place or packs it where the program's step needs contiguous data.
   execute<matmul_program<Plan, OA, OB, OC>, Scalar>(
       a.groups().state("matmul"), matmul_extents({a.rows(), a.cols(), b.cols()}),
-      {a.local().data(), b.local().data(), nullptr, c.local().data(), false,
-       {strides_of_operand(a), strides_of_operand(b), nullptr}});
+      {a.local().data(), b.local().data(), nullptr, out, false, {strides_of_operand(a), strides_of_operand(b), nullptr}});
+}
+
+template <typename Plan, typename Scalar, MeshType M, typename ShA, int OA, typename WA, typename ShB, int OB,
+          typename WB, typename ShC, int OC>
+void run_matmul(ShardedMatrix<Scalar, M, ShC, OC>& c, const ShardedMatrix<Scalar, M, ShA, OA, WA>& a,
+                const ShardedMatrix<Scalar, M, ShB, OB, WB>& b) {
+  run_matmul_into<Plan, OC>(c.local().data(), a, b);
 }
 
 }  // namespace detail
@@ -164,6 +172,33 @@ void matmul_into(ShardedMatrix<Scalar, M, ShC, OC>& c, const ShardedMatrix<Scala
     ShardedMatrix<Scalar, M, ShC, OC> result(c.groups(), c.rows(), c.cols(), detail::uninitialized);
     detail::run_matmul<Plan>(result, a, b);
     c = std::move(result);
+  }
+}
+
+/// C = A * B into a writable view C (shardwise/view.hpp; taken by value, as a view is a
+/// handle): the caller's memory gets this rank's block of the product, the requested output
+/// being C's sharding. When C's strides are
+/// those of a contiguous block in its storage order, and C's memory is not A's or B's, the
+/// executor writes there directly; otherwise the product is computed into an owning block
+/// and then copied into C's strides (one copy of C's block).
+template <typename Scalar, MeshType M, typename ShA, int OA, typename WA, typename ShB, int OB, typename WB,
+          typename ShC, int OC, detail::MatmulVariant Variant = variant::Standard>
+void matmul_into(ShardedMatrix<Scalar, M, ShC, OC, View> c, const ShardedMatrix<Scalar, M, ShA, OA, WA>& a,
+                 const ShardedMatrix<Scalar, M, ShB, OB, WB>& b, Variant = {}) {
+  using Plan = matmul_plan<M, ShA, ShB, ShC, Variant>;
+  if constexpr (Plan::compiles) {
+    detail::check_operands("shardwise::matmul_into", a, b, &c);
+    const std::int64_t inner = OC == Eigen::RowMajor ? c.stride(1) : c.stride(0);
+    const std::int64_t outer = OC == Eigen::RowMajor ? c.stride(0) : c.stride(1);
+    const std::int64_t inner_extent = OC == Eigen::RowMajor ? c.local_cols() : c.local_rows();
+    const std::int64_t outer_extent = OC == Eigen::RowMajor ? c.local_rows() : c.local_cols();
+    const bool contiguous = c.local_rows() * c.local_cols() == 0 ||
+                            ((inner == 1 || inner_extent == 1) && (outer == inner_extent || outer_extent == 1));
+    const bool aliased = c.data() == a.local().data() || c.data() == b.local().data();
+    if (contiguous && !aliased) return detail::run_matmul_into<Plan, OC>(c.data(), a, b);
+    ShardedMatrix<Scalar, M, ShC, OC> result(c.groups(), c.rows(), c.cols(), detail::uninitialized);
+    detail::run_matmul<Plan>(result, a, b);
+    c.local() = result.local();
   }
 }
 
