@@ -41,8 +41,8 @@ void run_all(const std::vector<PlanCase<M>>& cases, const M& mesh, std::initiali
     for (const auto& shape : shapes) expect_case(g, c, shape, seed++);
 }
 
-constexpr sw::MatmulShape even{16, 24, 32};
-constexpr sw::MatmulShape uneven{13, 19, 11};
+constexpr sw::MatmulShape even{.m = 16, .k = 24, .n = 32};
+constexpr sw::MatmulShape uneven{.m = 13, .k = 19, .n = 11};
 
 }  // namespace
 
@@ -74,7 +74,7 @@ TEST(MatmulMpi, RandomizedSample) {
   CountedGroups<Grid> on_grid(Grid{2, p / 2});
   auto extent = [&] { return static_cast<std::int64_t>(std::uniform_int_distribution<int>(0, 17)(draw)); };
   for (int i = 0; i < 60; ++i) {
-    const sw::MatmulShape shape{extent(), extent(), extent() + 1};
+    const sw::MatmulShape shape{.m = extent(), .k = extent(), .n = extent() + 1};
     const std::uint64_t seed = draw();
     if (i % 3 == 0) expect_case(on_line, line[draw() % line.size()], shape, seed);
     else expect_case(on_grid, grid[draw() % grid.size()], shape, seed);

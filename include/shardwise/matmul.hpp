@@ -90,7 +90,7 @@ template <typename Plan, typename Scalar, MeshType M, typename ShA, int OA, type
 void run_matmul(ShardedMatrix<Scalar, M, ShC, OC>& c, const ShardedMatrix<Scalar, M, ShA, OA>& a,
                 const ShardedMatrix<Scalar, M, ShB, OB>& b) {
   execute<matmul_program<Plan, OA, OB, OC>, Scalar>(a.groups().state("matmul"),
-                  matmul_extents({a.rows(), a.cols(), b.cols()}), {a.local().data(), b.local().data(), nullptr, c.local().data()});
+                  matmul_extents({.m = a.rows(), .k = a.cols(), .n = b.cols()}), {a.local().data(), b.local().data(), nullptr, c.local().data()});
 }
 
 }  // namespace detail
