@@ -43,6 +43,8 @@ void expect_case(const PlanCase<M>& c, const M& mesh, sw::MatmulShape shape, std
   for (std::size_t r = 0; r < results.size(); ++r) {
     const CaseResult& result = results[r];
     EXPECT_LE(result.error, result.tolerance) << "rank " << r;
+    EXPECT_LE(result.gemm_error, result.tolerance) << "rank " << r << ": gemm(alpha, A, B, beta, C)";
+    EXPECT_EQ(result.gemm_measured, result.modeled) << "rank " << r << ": gemm's traffic";
     EXPECT_TRUE(result.local_shape_ok) << "rank " << r;
     EXPECT_EQ(result.measured, result.modeled) << "rank " << r << ": measured " << result.measured.bytes
                                                << " B / " << result.measured.messages << " messages, modeled "
@@ -95,8 +97,8 @@ TEST(MatmulVirtual, TwoAndAHalfDAt8And27And64Ranks) {
   std::vector<PlanCase<Cube>> cases;
   add_25d_cases(cases);
   run_all(cases, Cube{2, 2, 2}, {even, uneven});
-  run_all(cases, Cube{3, 3, 3}, {uneven, {27, 27, 27}});
-  run_all(cases, Cube{4, 4, 4}, {{64, 48, 80}});
+  run_all(cases, Cube{3, 3, 3}, {uneven, {.m = 27, .k = 27, .n = 27}});
+  run_all(cases, Cube{4, 4, 4}, {{.m = 64, .k = 48, .n = 80}});
 }
 
 TEST(MatmulVirtual, CubeFamilies) {
