@@ -323,7 +323,7 @@ void single(benchmark::State& state, sw::MatmulShape s, int kind) {
 // SHARDWISE_BENCH_SHAPES or the default list (bench_shapes.hpp), as benchmarks/run sets it.
 std::vector<sw::MatmulShape> shapes() {
   std::vector<sw::MatmulShape> result;
-  for (const auto& [m, n, k] : shardwise::bench::shapes_from_environment()) result.push_back({m, n, k});
+  for (const auto& [m, n, k] : shardwise::bench::shapes_from_environment()) result.push_back({.m = m, .k = k, .n = n});
   return result;
 }
 

@@ -160,7 +160,7 @@ bool check_on_virtual_cluster(const sw::MatmulChoice& choice, const block_geomet
   const Cube cube{extents[0], extents[1], extents[2]};
   const Eigen::MatrixXd a = Eigen::MatrixXd::Random(size, size), b = Eigen::MatrixXd::Random(size, size);
   const Eigen::MatrixXd c = a * b;
-  const sw::detail::operand_extents global = sw::detail::matmul_extents({size, size, size});
+  const sw::detail::operand_extents global = sw::detail::matmul_extents({.m = size, .k = size, .n = size});
   const auto& plan = choice.plan;
   const auto row_major = sw::detail::dim_order::row_major(2);
   const sw::detail::program program =
@@ -212,7 +212,7 @@ int main(int argc, char** argv) {
       Row row;
       row.n = n;
       row.p = p;
-      const sw::MatmulProblem problem{{n, n, n}, sizeof(double), budget};
+      const sw::MatmulProblem problem{{.m = n, .k = n, .n = n}, sizeof(double), budget};
       for (const auto& extents : meshes_of(p)) {
         const block_geometry g = mesh_of(extents);
         const sw::MatmulChoice c = sw::plan_matmul(g, problem);

@@ -33,7 +33,7 @@ struct Tour {
   template <typename ShA, typename ShB>
   void visit(const char* title) {
     using Plan = sw::matmul_plan<Grid, ShA, ShB, ReplicatedC>;
-    const sw::MatmulShape shape{a.rows(), a.cols(), b.cols()};
+    const sw::MatmulShape shape{.m = a.rows(), .k = a.cols(), .n = b.cols()};
     const auto sa = sw::ShardedMatrix<double, Grid, ShA>::distribute(groups, a);
     const auto sb = sw::ShardedMatrix<double, Grid, ShB>::distribute(groups, b);
 

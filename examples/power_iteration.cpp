@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
     if (root) {
       const Eigen::MatrixXd whole = kernel_columns(points, 0, n);
       reference = Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(whole, Eigen::EigenvaluesOnly).eigenvalues()(n - 1);
-      const sw::Traffic per_product = Product::max_traffic(groups.mesh(), {n, n, 1}, sizeof(double));
+      const sw::Traffic per_product = Product::max_traffic(groups.mesh(), {.m = n, .k = n, .n = 1}, sizeof(double));
       std::printf("power iteration: largest eigenvalue of a %ld x %ld Gaussian kernel matrix on %d MPI ranks\n"
                   "K split by columns over p, x and y by rows over p\n"
                   "y = K x   %s\n"

@@ -138,7 +138,7 @@ sw::Traffic modeled_step_traffic(const Mesh3& mesh, const Mesh3::coordinate_type
   const std::int64_t rows = sw::detail::block_size(batch, 2, replica);
   *tensor = {};
   for (int r = 0; r < micro_batches; ++r) {
-    const sw::FfnShape shape{sw::detail::block_size(rows, micro_batches, r), 1, m, h};
+    const sw::FfnShape shape{.b = sw::detail::block_size(rows, micro_batches, r), .s = 1, .m = m, .h = h};
     *tensor += Ffn::plan::forward_traffic(mesh, coordinate, shape, sizeof(double)).total();
     *tensor += Ffn::plan::backward_traffic(mesh, coordinate, shape, sizeof(double), stage > 0).total();
   }

@@ -50,9 +50,20 @@ constexpr double tolerance() {
   return std::is_same_v<Scalar, double> || std::is_same_v<Scalar, std::complex<double>> ? 1e-12 : 1e-4;
 }
 
+/// A scalar of type Scalar from a real and an imaginary part (the latter dropped for real types).
+template <typename Scalar>
+Scalar scalar_of(double re, double im) {
+  if constexpr (detail::is_complex_v<Scalar>)
+    return Scalar(static_cast<typename Scalar::value_type>(re), static_cast<typename Scalar::value_type>(im));
+  else
+    return static_cast<Scalar>(re);
+}
+
 /// What one rank saw in one case.
 struct CaseResult {
   double error = 0;             ///< relative error of the gathered C against serial Eigen
+  double gemm_error = 0;        ///< the same for gemm(alpha, A, B, beta, C) on the same plan
+  Traffic gemm_measured;        ///< counted during that gemm (the plan's traffic: modeled below)
   double tolerance = 0;         ///< what the error may be for this scalar type
   bool local_shape_ok = false;  ///< this rank's block has the size the output sharding says
   Traffic measured;             ///< counted by the CountingCommunicator during the matmul
@@ -90,6 +101,27 @@ CaseResult run_case(ProcessGroupMesh<M>& groups, MatmulShape shape, std::uint64_
   using W = wide_t<Scalar>;
   const auto reference = (a_global.template cast<W>() * b_global.template cast<W>()).eval();
   result.error = relative_error(c.to_global(), reference);
+
+  // BLAS's contract on the same plan: C = alpha A B + beta C0 with C0 in the plan's output
+  // sharding (a Partial C0 too: its value is the sum). Every other seed has beta = 0 and a C0
+  // holding NaN, which must not be read.
+  using CT = typename Plan::output_sharding;
+  if constexpr (valid_matmul<M, ShA, ShB, CT, Variant>) {
+    const bool zero_beta = seed % 2 == 0;
+    const Scalar alpha = scalar_of<Scalar>(0.75, -0.5);
+    const Scalar beta = zero_beta ? Scalar(0) : scalar_of<Scalar>(-1.25, 0.25);
+    const auto c0_global = random_matrix<Scalar>(shape.m, shape.n, seed + 2);
+    auto c0 = ShardedMatrix<Scalar, M, CT>::distribute(groups, c0_global);
+    if (zero_beta) c0.local().setConstant(scalar_of<Scalar>(std::nan(""), 0.0));
+    const Traffic gemm_before = counters ? counters->total() : Traffic{};
+    gemm(alpha, a, b, beta, c0, Variant{});
+    result.gemm_measured = counters ? counters->total() - gemm_before : Traffic{};
+    const auto gemm_reference =
+        (W(alpha) * reference + (zero_beta ? W(0) : W(beta)) * c0_global.template cast<W>()).eval();
+    result.gemm_error = relative_error(c0.to_global(), gemm_reference);
+  } else {
+    result.gemm_measured = result.modeled;
+  }
   return result;
 }
 

@@ -584,9 +584,9 @@ TEST(OneRankDiffers, Summa25DAndVia) {
 /// that differs on one rank, and one unlike the budget's on every rank, are the same error everywhere.
 template <typename M>
 void expect_budget_and_plan_errors_agreed() {
-  static constexpr sw::MatmulChoice choice = sw::plan_matmul(M{}, {{12, 14, 10}, 8, 4096});  // m, k, n
+  static constexpr sw::MatmulChoice choice = sw::plan_matmul(M{}, {{.m = 12, .k = 14, .n = 10}, 8, 4096});
   using Planned = sw::planned_matmul<M, choice>;
-  constexpr sw::MatmulShape shape{12, 14, 10};
+  constexpr sw::MatmulShape shape{.m = 12, .k = 14, .n = 10};
   sw::ProcessGroupMesh<M> groups(MPI_COMM_WORLD);
   const sw::ShardedMatrix<double, M, typename Planned::a_sharding> a(groups, world_rank() == 1 ? 13 : 12, 14);
   const sw::ShardedMatrix<double, M, typename Planned::b_sharding> b(groups, 14, 10);

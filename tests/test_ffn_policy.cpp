@@ -105,7 +105,7 @@ TEST(FfnPolicy, DescribeGivesTheSchedules) {
 // ---- cost model ----------------------------------------------------------------------------
 
 TEST(FfnPolicy, MegatronTpIsOneAllReduceOfBsmEachWay) {
-  const sw::FfnShape shape{4, 16, 32, 128};
+  const sw::FfnShape shape{.b = 4, .s = 16, .m = 32, .h = 128};
   const std::int64_t n = shape.b * shape.s * shape.m;
   for (int rank = 0; rank < 4; ++rank) {
     const auto coordinate = Tp{}.unravel(rank);
@@ -124,7 +124,7 @@ TEST(FfnPolicy, MegatronTpIsOneAllReduceOfBsmEachWay) {
 }
 
 TEST(FfnPolicy, MegatronSpGathersInAndScattersOut) {
-  const sw::FfnShape shape{2, 12, 8, 16};
+  const sw::FfnShape shape{.b = 2, .s = 12, .m = 8, .h = 16};
   const std::int64_t n = shape.b * shape.s * shape.m;
   for (int rank = 0; rank < 4; ++rank) {
     const auto forward = MegatronSp::forward_traffic(Tp{}, Tp{}.unravel(rank), shape, 8);
@@ -140,7 +140,7 @@ TEST(FfnPolicy, UnevenSequenceBlocksFollowThePartitionRule) {
   // s = 7 over 3 ranks: blocks 2, 2, 3. Rank r sends all but the block of r + 1 in the
   // AllGather, all but its own in the ReduceScatter (b = 1, m = 1: one element per token).
   using P = Plan<Odd, TS<R, S<"tp">, R>, TS<R, S<"tp">>, TS<S<"tp">, R>>;
-  const sw::FfnShape shape{1, 7, 1, 5};
+  const sw::FfnShape shape{.b = 1, .s = 7, .m = 1, .h = 5};
   const std::int64_t gather[] = {7 - 2, 7 - 3, 7 - 2}, scatter[] = {7 - 2, 7 - 2, 7 - 3};
   for (int rank = 0; rank < 3; ++rank) {
     const auto f = P::forward_traffic(Odd{}, Odd{}.unravel(rank), shape, 1);
@@ -151,7 +151,7 @@ TEST(FfnPolicy, UnevenSequenceBlocksFollowThePartitionRule) {
 
 TEST(FfnPolicy, GspmdEvenCaseMatchesTheTextbookFormulas) {
   // Even extents on x = 2, y = 4: every collective moves (P - 1) / P of what it gathers or scatters.
-  const sw::FfnShape shape{4, 6, 16, 32};
+  const sw::FfnShape shape{.b = 4, .s = 6, .m = 16, .h = 32};
   const std::int64_t bytes = 8, px = 2, py = 4;
   const std::int64_t x_local = shape.b / px * shape.s * shape.m;  // X after its gather over y
   const std::int64_t w = shape.m * shape.h / py;                  // W1, W2 after their gathers over x

@@ -20,14 +20,16 @@ template <typename M>
 void expect_case(CountedGroups<M>& g, const PlanCase<M>& c, sw::MatmulShape shape, std::uint64_t seed) {
   LocalChecks quiet;
   const CaseResult r = c.run(g.groups, shape, seed, g.counters.get());
-  double worst_error = r.error;
-  int all_ok[2] = {r.local_shape_ok ? 1 : 0, r.measured == r.modeled ? 1 : 0};
-  MPI_Allreduce(MPI_IN_PLACE, &worst_error, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  MPI_Allreduce(MPI_IN_PLACE, all_ok, 2, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+  double worst_error[2] = {r.error, r.gemm_error};
+  int all_ok[3] = {r.local_shape_ok ? 1 : 0, r.measured == r.modeled ? 1 : 0, r.gemm_measured == r.modeled ? 1 : 0};
+  MPI_Allreduce(MPI_IN_PLACE, worst_error, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Allreduce(MPI_IN_PLACE, all_ok, 3, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
   SCOPED_TRACE(c.name + " on " + std::to_string(world_size()) + " ranks, m=" + std::to_string(shape.m) +
                " k=" + std::to_string(shape.k) + " n=" + std::to_string(shape.n) + ", seed " + std::to_string(seed));
-  EXPECT_LE(worst_error, r.tolerance);
+  EXPECT_LE(worst_error[0], r.tolerance);
+  EXPECT_LE(worst_error[1], r.tolerance) << "gemm(alpha, A, B, beta, C)";
   EXPECT_TRUE(all_ok[0]) << "a rank's block has the wrong size";
+  EXPECT_TRUE(all_ok[2]) << "a rank's gemm traffic differs from the model";
   EXPECT_TRUE(all_ok[1]) << "a rank's traffic differs from the model; this rank measured " << r.measured.bytes
                          << " B / " << r.measured.messages << " messages, modeled " << r.modeled.bytes << " B / "
                          << r.modeled.messages;
@@ -41,8 +43,8 @@ void run_all(const std::vector<PlanCase<M>>& cases, const M& mesh, std::initiali
     for (const auto& shape : shapes) expect_case(g, c, shape, seed++);
 }
 
-constexpr sw::MatmulShape even{16, 24, 32};
-constexpr sw::MatmulShape uneven{13, 19, 11};
+constexpr sw::MatmulShape even{.m = 16, .k = 24, .n = 32};
+constexpr sw::MatmulShape uneven{.m = 13, .k = 19, .n = 11};
 
 }  // namespace
 
@@ -74,7 +76,7 @@ TEST(MatmulMpi, RandomizedSample) {
   CountedGroups<Grid> on_grid(Grid{2, p / 2});
   auto extent = [&] { return static_cast<std::int64_t>(std::uniform_int_distribution<int>(0, 17)(draw)); };
   for (int i = 0; i < 60; ++i) {
-    const sw::MatmulShape shape{extent(), extent(), extent() + 1};
+    const sw::MatmulShape shape{.m = extent(), .k = extent(), .n = extent() + 1};
     const std::uint64_t seed = draw();
     if (i % 3 == 0) expect_case(on_line, line[draw() % line.size()], shape, seed);
     else expect_case(on_grid, grid[draw() % grid.size()], shape, seed);

@@ -43,6 +43,8 @@ void expect_case(const PlanCase<M>& c, const M& mesh, sw::MatmulShape shape, std
   for (std::size_t r = 0; r < results.size(); ++r) {
     const CaseResult& result = results[r];
     EXPECT_LE(result.error, result.tolerance) << "rank " << r;
+    EXPECT_LE(result.gemm_error, result.tolerance) << "rank " << r << ": gemm(alpha, A, B, beta, C)";
+    EXPECT_EQ(result.gemm_measured, result.modeled) << "rank " << r << ": gemm's traffic";
     EXPECT_TRUE(result.local_shape_ok) << "rank " << r;
     EXPECT_EQ(result.measured, result.modeled) << "rank " << r << ": measured " << result.measured.bytes
                                                << " B / " << result.measured.messages << " messages, modeled "
@@ -57,9 +59,9 @@ void run_all(const std::vector<PlanCase<M>>& cases, const M& mesh, std::initiali
     for (const auto& shape : shapes) expect_case(c, mesh, shape, seed++);
 }
 
-constexpr sw::MatmulShape even{16, 24, 32};
-constexpr sw::MatmulShape uneven{13, 19, 11};
-constexpr sw::MatmulShape tiny{3, 2, 5};  // fewer rows than ranks: some blocks are empty
+constexpr sw::MatmulShape even{.m = 16, .k = 24, .n = 32};
+constexpr sw::MatmulShape uneven{.m = 13, .k = 19, .n = 11};
+constexpr sw::MatmulShape tiny{.m = 3, .k = 2, .n = 5};  // fewer rows than ranks: some blocks are empty
 
 }  // namespace
 
@@ -95,8 +97,8 @@ TEST(MatmulVirtual, TwoAndAHalfDAt8And27And64Ranks) {
   std::vector<PlanCase<Cube>> cases;
   add_25d_cases(cases);
   run_all(cases, Cube{2, 2, 2}, {even, uneven});
-  run_all(cases, Cube{3, 3, 3}, {uneven, {27, 27, 27}});
-  run_all(cases, Cube{4, 4, 4}, {{64, 48, 80}});
+  run_all(cases, Cube{3, 3, 3}, {uneven, {.m = 27, .k = 27, .n = 27}});
+  run_all(cases, Cube{4, 4, 4}, {{.m = 64, .k = 48, .n = 80}});
 }
 
 TEST(MatmulVirtual, CubeFamilies) {
@@ -121,7 +123,7 @@ TEST(MatmulVirtual, RandomizedDifferential) {
   constexpr int cases = 500;
   for (int i = 0; i < cases; ++i) {
     // Extents 0..19, with empty dimensions now and then.
-    const sw::MatmulShape shape{pick(0, 19), pick(0, 19), pick(1, 19)};
+    const sw::MatmulShape shape{.m = pick(0, 19), .k = pick(0, 19), .n = pick(1, 19)};
     const std::uint64_t case_seed = draw();
     SCOPED_TRACE("case " + std::to_string(i) + " of the run with SHARDWISE_TEST_SEED=" + std::to_string(seed));
     switch (pick(0, 9)) {
@@ -313,9 +315,9 @@ TEST(MatmulVirtual, ARankThatThrowsMidScheduleStopsTheOthers) {
 
 TEST(MatmulVirtual, PlannedShardingsRunAndBudgetsCheckTheShape) {
   using Pair = sw::Mesh<sw::Axis<"x", 2>>;
-  static constexpr sw::MatmulChoice choice = sw::plan_matmul(Pair{}, {{12, 14, 10}, 8, 4096});  // m, k, n
+  static constexpr sw::MatmulChoice choice = sw::plan_matmul(Pair{}, {{.m = 12, .k = 14, .n = 10}, 8, 4096});
   using Planned = sw::planned_matmul<Pair, choice>;
-  constexpr sw::MatmulShape shape{12, 14, 10};
+  constexpr sw::MatmulShape shape{.m = 12, .k = 14, .n = 10};
   const Eigen::MatrixXd a_global = random_matrix<double>(12, 14, 3), b_global = random_matrix<double>(14, 10, 4);
   const Eigen::MatrixXd want = a_global * b_global;
   std::vector<std::string> failures(2);

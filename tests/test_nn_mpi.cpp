@@ -35,8 +35,8 @@ void expect_ffn_case(CountedGroups<M>& g, const FfnCase<M>& c, sw::FfnShape shap
   EXPECT_TRUE(ok[2]) << "a rank's traffic without dX differs from the model";
 }
 
-constexpr sw::FfnShape even{4, 8, 16, 24};
-constexpr sw::FfnShape uneven{3, 7, 9, 13};
+constexpr sw::FfnShape even{.b = 4, .s = 8, .m = 16, .h = 24};
+constexpr sw::FfnShape uneven{.b = 3, .s = 7, .m = 9, .h = 13};
 
 }  // namespace
 

@@ -62,9 +62,9 @@ std::vector<FfnCaseResult> expect_ffn_case(const FfnCase<M>& c, const M& mesh, s
   return results;
 }
 
-constexpr sw::FfnShape even{4, 6, 8, 12};
-constexpr sw::FfnShape uneven{3, 5, 7, 11};
-constexpr sw::FfnShape tiny{1, 2, 3, 2};  // fewer tokens and hidden units than ranks: empty blocks
+constexpr sw::FfnShape even{.b = 4, .s = 6, .m = 8, .h = 12};
+constexpr sw::FfnShape uneven{.b = 3, .s = 5, .m = 7, .h = 11};
+constexpr sw::FfnShape tiny{.b = 1, .s = 2, .m = 3, .h = 2};  // fewer tokens and hidden units than ranks: empty blocks
 
 }  // namespace
 
@@ -88,7 +88,7 @@ TEST(FfnVirtual, EveryPolicyOnTwoAxesMatchesSerialAndItsTrafficModel) {
 }
 
 TEST(FfnVirtual, MegatronTpIsExactlyOneAllReduceOfBsmEachWay) {
-  const sw::FfnShape shape{2, 5, 6, 8};
+  const sw::FfnShape shape{.b = 2, .s = 5, .m = 6, .h = 8};
   const std::int64_t n = shape.b * shape.s * shape.m;
   for (const auto& c : ffn_cases()) {
     if (c.name != "MegatronTP over y fp64") continue;

@@ -129,7 +129,7 @@ static_assert(Plan<Grid, TS<Split<"x">, Split<"y">>, TS<Split<"x">, Split<"y">>,
 
 // ---- cost model against hand-computed numbers ----------------------------------------
 constexpr std::int64_t MiB = 1 << 20;
-constexpr sw::MatmulShape square4096{4096, 4096, 4096};
+constexpr sw::MatmulShape square4096{.m = 4096, .k = 4096, .n = 4096};
 // A whole 4096^2 fp64 matrix is 128 MiB.
 static_assert(seed::MatchedY::max_traffic(Grid{}, square4096, 8) == sw::Traffic{2 * 3 * 128 * MiB / 4, 6});
 static_assert(seed::MatchedX::max_traffic(Grid{}, square4096, 8) == sw::Traffic{128 * MiB, 2});
@@ -151,17 +151,17 @@ static_assert(seed::MatchedX::max_traffic(Grid{}, square4096, 4) == sw::Traffic{
 // Uneven: 10 rows over 4 ranks are 2, 3, 2, 3 (part i starts at floor(10 i / 4)).
 // Ring all-gather: rank r sends everything but the block of rank r + 1.
 using OuterLine = Plan<Line, TS<Split<"x">, Replicated>, TS<Split<"x">, Replicated>, Rep>;
-static_assert(OuterLine::traffic(Line{}, {0}, {10, 10, 1}, 1) == sw::Traffic{(10 - 3) * 1 + (10 - 3) * 1, 6});
-static_assert(OuterLine::traffic(Line{}, {1}, {10, 10, 1}, 1) == sw::Traffic{(10 - 2) * 1 + (10 - 2) * 1, 6});
+static_assert(OuterLine::traffic(Line{}, {0}, {.m = 10, .k = 10, .n = 1}, 1) == sw::Traffic{(10 - 3) * 1 + (10 - 3) * 1, 6});
+static_assert(OuterLine::traffic(Line{}, {1}, {.m = 10, .k = 10, .n = 1}, 1) == sw::Traffic{(10 - 2) * 1 + (10 - 2) * 1, 6});
 // Ring reduce-scatter: rank r sends everything but its own block.
 using ScatterLine = Plan<Line, TS<Replicated, Split<"x">>, TS<Split<"x">, Replicated>, TS<Split<"x">, Replicated>>;
-static_assert(ScatterLine::traffic(Line{}, {0}, {10, 8, 3}, 8) == sw::Traffic{(10 - 2) * 3 * 8, 3});
-static_assert(ScatterLine::traffic(Line{}, {3}, {10, 8, 3}, 8) == sw::Traffic{(10 - 3) * 3 * 8, 3});
+static_assert(ScatterLine::traffic(Line{}, {0}, {.m = 10, .k = 8, .n = 3}, 8) == sw::Traffic{(10 - 2) * 3 * 8, 3});
+static_assert(ScatterLine::traffic(Line{}, {3}, {.m = 10, .k = 8, .n = 3}, 8) == sw::Traffic{(10 - 3) * 3 * 8, 3});
 
 // Standard and ring move the same bytes.
-static_assert(Plan<Line, TS<Split<"x">, Replicated>, TS<Split<"x">, Replicated>>::max_traffic(Line{}, {37, 23, 11}, 8) ==
+static_assert(Plan<Line, TS<Split<"x">, Replicated>, TS<Split<"x">, Replicated>>::max_traffic(Line{}, {.m = 37, .k = 23, .n = 11}, 8) ==
               Plan<Line, TS<Split<"x">, Replicated>, TS<Split<"x">, Replicated>, sw::NaturalOutput,
-                   sw::variant::Ring>::max_traffic(Line{}, {37, 23, 11}, 8));
+                   sw::variant::Ring>::max_traffic(Line{}, {.m = 37, .k = 23, .n = 11}, 8));
 
 // Reshard plans: reduce a Partial, or gather.
 using ReduceY = sw::reshard_plan<Grid, TS<Split<"x">, Replicated, Partial<"y">>, TS<Split<"x">, Replicated>>;
@@ -175,7 +175,7 @@ static_assert(sw::reshard_plan<Grid, TS<Split<"x">, Split<"y">>, Rep>::schedule 
 using Elastic = sw::Mesh<sw::Axis<"dp", sw::dynamic_extent>>;
 using ElasticMatched = Plan<Elastic, TS<Replicated, Split<"dp">>, TS<Split<"dp">, Replicated>>;
 static_assert(std::is_same_v<ElasticMatched::policy, sw::policy::MatchedInner>);
-static_assert(ElasticMatched::max_traffic(Elastic{4}, {8, 8, 8}, 1) == sw::Traffic{2 * 3 * 64 / 4, 6});
+static_assert(ElasticMatched::max_traffic(Elastic{4}, {.m = 8, .k = 8, .n = 8}, 1) == sw::Traffic{2 * 3 * 64 / 4, 6});
 
 // ---- asking without failing a compile: valid_matmul and matmul_error_v ---------------------
 static_assert(sw::valid_matmul<Grid, TS<Replicated, Split<"y">>, TS<Split<"y">, Replicated>>);
@@ -238,7 +238,7 @@ std::int64_t total_bytes(const M& mesh, sw::MatmulShape shape) {
 TEST(Policy, RingTotalsOverAllRanks) {
   for (std::int64_t m : {1, 5, 13}) {
     for (std::int64_t n : {3, 7}) {
-      const sw::MatmulShape shape{m, 9, n};
+      const sw::MatmulShape shape{.m = m, .k = 9, .n = n};
       // MatchedInner over (x,y): one group of 8 ranks; a ring all-reduce sends 2 * 7 * m * n in all.
       EXPECT_EQ((total_bytes<Grid, seed::MatchedXY>(Grid{}, shape)), 2 * 7 * m * n);
       // Replicated output of Outer on a line: B (9 x n) and C (m x n) gathered by 4 ranks.
@@ -251,8 +251,8 @@ TEST(Policy, RingTotalsOverAllRanks) {
 // Outer on 2 ranks, 8 x 6 times 6 x 4: A block 4 x 6, B block 3 x 4, C block 4 x 4, and B
 // gathered whole (6 x 4): 24 + 12 + 16 + 24 elements.
 using Pair = sw::Mesh<sw::Axis<"x", 2>>;
-static_assert(Plan<Pair, TS<Split<"x">, Replicated>, TS<Split<"x">, Replicated>>::footprint_bytes(Pair{}, {0}, {8, 6, 4}, 8) ==
+static_assert(Plan<Pair, TS<Split<"x">, Replicated>, TS<Split<"x">, Replicated>>::footprint_bytes(Pair{}, {0}, {.m = 8, .k = 6, .n = 4}, 8) ==
               8 * (24 + 12 + 16 + 24));
 // MatchedInner scattered: A 8 x 3, B 3 x 4, C 4 x 4, and the whole partial C (8 x 4) before the scatter.
 static_assert(Plan<Pair, TS<Replicated, Split<"x">>, TS<Split<"x">, Replicated>, TS<Split<"x">, Replicated>>::footprint_bytes(
-                  Pair{}, {0}, {8, 6, 4}, 8) == 8 * (24 + 12 + 16 + 32));
+                  Pair{}, {0}, {.m = 8, .k = 6, .n = 4}, 8) == 8 * (24 + 12 + 16 + 32));

@@ -113,7 +113,7 @@ void expect_planner_is_cheapest(const block_geometry& mesh, sw::MatmulShape shap
 
 TEST(ShardingPlanner, CheapestOfAllPlansOnSmallMeshes) {
   for (const auto& mesh : {mesh_of({2, 2}), mesh_of({2, 4}), mesh_of({2, 2, 2})}) {
-    for (const sw::MatmulShape shape : {sw::MatmulShape{64, 64, 64}, sw::MatmulShape{96, 40, 512}, sw::MatmulShape{13, 7, 29}}) {
+    for (const sw::MatmulShape shape : {sw::MatmulShape{.m = 64, .k = 64, .n = 64}, sw::MatmulShape{.m = 96, .k = 40, .n = 512}, sw::MatmulShape{.m = 13, .k = 7, .n = 29}}) {
       const std::int64_t unlimited = sw::MatmulProblem{}.budget_bytes;
       expect_planner_is_cheapest(mesh, shape, unlimited);
       // A budget that rules out the cheapest plan: a fifth more than the smallest footprint.
@@ -130,7 +130,7 @@ TEST(ShardingPlanner, FindsTheThreeDimensionalAlgorithmAtTheLowerBound) {
   // the memory-independent lower bound 3 (n^3/P)^(2/3) - 3 n^2/P exactly.
   const auto mesh = mesh_of({4, 4, 4});
   const std::int64_t n = 1024;
-  const sw::MatmulChoice c = sw::plan_matmul(mesh, {{n, n, n}, 8, sw::MatmulProblem{}.budget_bytes});
+  const sw::MatmulChoice c = sw::plan_matmul(mesh, {{.m = n, .k = n, .n = n}, 8, sw::MatmulProblem{}.budget_bytes});
   ASSERT_TRUE(c.found);
   const std::int64_t words = 3 * n * n / 16 - 3 * n * n / 64;
   EXPECT_EQ(c.traffic.bytes, 8 * words) << text(c);
@@ -138,11 +138,11 @@ TEST(ShardingPlanner, FindsTheThreeDimensionalAlgorithmAtTheLowerBound) {
 
 TEST(ShardingPlanner, UsableInConstantExpressions) {
   using Line = sw::Mesh<sw::Axis<"x", 2>>;
-  static constexpr sw::MatmulChoice choice = sw::plan_matmul(Line{}, {{8, 8, 8}, 8, 1 << 20});
+  static constexpr sw::MatmulChoice choice = sw::plan_matmul(Line{}, {{.m = 8, .k = 8, .n = 8}, 8, 1 << 20});
   static_assert(choice.found);
   using P = sw::planned_matmul<Line, choice>;
   static_assert(sw::valid_matmul<Line, P::a_sharding, P::b_sharding, P::c_sharding, P::variant>);
-  static_assert(P::plan::max_traffic(Line{}, {8, 8, 8}, 8) == choice.traffic);
+  static_assert(P::plan::max_traffic(Line{}, {.m = 8, .k = 8, .n = 8}, 8) == choice.traffic);
   SUCCEED();
 }
 

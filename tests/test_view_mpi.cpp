@@ -39,7 +39,9 @@ void run_all(const std::vector<ViewCase<M>>& cases, const M& mesh, std::initiali
 
 }  // namespace
 
-TEST(ViewMpi, LineEveryPolicy) { run_all(line_view_cases(), Line{world_size()}, {{16, 24, 32}, {13, 19, 11}}); }
+TEST(ViewMpi, LineEveryPolicy) {
+  run_all(line_view_cases(), Line{world_size()}, {{.m = 16, .k = 24, .n = 32}, {.m = 13, .k = 19, .n = 11}});
+}
 
 TEST(ViewMpi, EinsumOnTensorViews) {
   CountedGroups<Line> g(Line{world_size()});
@@ -64,5 +66,5 @@ TEST(ViewMpi, EinsumOnTensorViews) {
 
 TEST(ViewMpi, GridOuterFullSumma) {
   if (world_size() % 2 != 0) GTEST_SKIP() << "a 2 x p/2 grid needs an even number of ranks";
-  run_all(grid_view_cases(), Grid{2, world_size() / 2}, {{13, 19, 11}});
+  run_all(grid_view_cases(), Grid{2, world_size() / 2}, {{.m = 13, .k = 19, .n = 11}});
 }

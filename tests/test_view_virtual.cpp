@@ -47,8 +47,8 @@ void run_all(const std::vector<ViewCase<M>>& cases, const M& mesh, std::initiali
     }
 }
 
-constexpr sw::MatmulShape even{16, 24, 32};
-constexpr sw::MatmulShape uneven{13, 19, 11};
+constexpr sw::MatmulShape even{.m = 16, .k = 24, .n = 32};
+constexpr sw::MatmulShape uneven{.m = 13, .k = 19, .n = 11};
 
 }  // namespace
 

@@ -109,8 +109,8 @@ auto einsum(const ShardedTensor<Scalar, M, ShA, WA>& a, const ShardedTensor<Scal
   using B = ShardedTensor<Scalar, M, ShB, WB>;
   detail::execute<detail::einsum_program<Plan, A, B>(), Scalar>(
       a.groups().state("einsum"), detail::operand_extents_of(Plan::indices, extents),
-      {detail::block_data(a), detail::block_data(b), nullptr, c.local().data(), false,
-       {detail::block_strides(a), detail::block_strides(b), nullptr}});
+      {.a = detail::block_data(a), .b = detail::block_data(b), .out = c.local().data(),
+       .strides = {detail::block_strides(a), detail::block_strides(b), nullptr}});
   return c;
 }
 

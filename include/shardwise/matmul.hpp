@@ -99,19 +99,21 @@ const tensor_extents* strides_of_operand(const X& x) {
 template <typename Plan, int OC, typename Scalar, MeshType M, typename ShA, int OA, typename WA, typename ShB,
           int OB, typename WB>
 void run_matmul_into(Scalar* out, const ShardedMatrix<Scalar, M, ShA, OA, WA>& a,
-                     const ShardedMatrix<Scalar, M, ShB, OB, WB>& b) {
+                     const ShardedMatrix<Scalar, M, ShB, OB, WB>& b, Scalar alpha = Scalar(1),
+                     Scalar beta = Scalar(0)) {
   // A view's block is handed over where it lies, with its strides: the executor reads it in
   // place or packs it where the program's step needs contiguous data.
   execute<matmul_program<Plan, OA, OB, OC>, Scalar>(
-      a.groups().state("matmul"), matmul_extents({a.rows(), a.cols(), b.cols()}),
-      {a.local().data(), b.local().data(), nullptr, out, false, {strides_of_operand(a), strides_of_operand(b), nullptr}});
+      a.groups().state("matmul"), matmul_extents({.m = a.rows(), .k = a.cols(), .n = b.cols()}),
+      {.a = a.local().data(), .b = b.local().data(), .out = out, .alpha = alpha, .beta = beta,
+       .strides = {strides_of_operand(a), strides_of_operand(b), nullptr}});
 }
 
 template <typename Plan, typename Scalar, MeshType M, typename ShA, int OA, typename WA, typename ShB, int OB,
           typename WB, typename ShC, int OC>
 void run_matmul(ShardedMatrix<Scalar, M, ShC, OC>& c, const ShardedMatrix<Scalar, M, ShA, OA, WA>& a,
-                const ShardedMatrix<Scalar, M, ShB, OB, WB>& b) {
-  run_matmul_into<Plan, OC>(c.local().data(), a, b);
+                const ShardedMatrix<Scalar, M, ShB, OB, WB>& b, Scalar alpha = Scalar(1), Scalar beta = Scalar(0)) {
+  run_matmul_into<Plan, OC>(c.local().data(), a, b, alpha, beta);
 }
 
 }  // namespace detail
@@ -177,10 +179,9 @@ void matmul_into(ShardedMatrix<Scalar, M, ShC, OC>& c, const ShardedMatrix<Scala
 
 /// C = A * B into a writable view C (shardwise/view.hpp; taken by value, as a view is a
 /// handle): the caller's memory gets this rank's block of the product, the requested output
-/// being C's sharding. When C's strides are
-/// those of a contiguous block in its storage order, and C's memory is not A's or B's, the
-/// executor writes there directly; otherwise the product is computed into an owning block
-/// and then copied into C's strides (one copy of C's block).
+/// being C's sharding. When C's strides are those of a contiguous block in its storage order,
+/// and C's memory is not A's or B's, the executor writes there directly; otherwise the product
+/// is computed into an owning block and then copied into C's strides (one copy of C's block).
 template <typename Scalar, MeshType M, typename ShA, int OA, typename WA, typename ShB, int OB, typename WB,
           typename ShC, int OC, detail::MatmulVariant Variant = variant::Standard>
 void matmul_into(ShardedMatrix<Scalar, M, ShC, OC, View> c, const ShardedMatrix<Scalar, M, ShA, OA, WA>& a,
@@ -199,6 +200,30 @@ void matmul_into(ShardedMatrix<Scalar, M, ShC, OC, View> c, const ShardedMatrix<
     ShardedMatrix<Scalar, M, ShC, OC> result(c.groups(), c.rows(), c.cols(), detail::uninitialized);
     detail::run_matmul<Plan>(result, a, b);
     c.local() = result.local();
+  }
+}
+
+/// C = alpha * A * B + beta * C: BLAS's GEMM contract (and PDGEMM's) on sharded matrices. The
+/// product is planned as matmul_into plans it, with C's sharding as the requested output; alpha
+/// and beta are applied to each rank's block of the finished product, after every reduction, so
+/// beta * C enters once whatever the plan reduces (a Partial C too, by linearity). With beta zero
+/// C is not read: NaN or Inf in it do not propagate. Alpha zero still runs the product (every
+/// rank takes part in the schedule), so NaN or Inf in A or B do propagate, unlike reference BLAS.
+/// C may be A or B (the same object): the product then goes through a temporary. A and B may
+/// be views (shardwise/view.hpp).
+template <typename Scalar, MeshType M, typename ShA, int OA, typename WA, typename ShB, int OB, typename WB,
+          typename ShC, int OC, detail::MatmulVariant Variant = variant::Standard>
+void gemm(std::type_identity_t<Scalar> alpha, const ShardedMatrix<Scalar, M, ShA, OA, WA>& a,
+          const ShardedMatrix<Scalar, M, ShB, OB, WB>& b, std::type_identity_t<Scalar> beta,
+          ShardedMatrix<Scalar, M, ShC, OC>& c, Variant = {}) {
+  using Plan = matmul_plan<M, ShA, ShB, ShC, Variant>;
+  if constexpr (Plan::compiles) {
+    detail::check_operands("shardwise::gemm", a, b, &c);
+    const bool aliased = c.local().data() == a.local().data() || c.local().data() == b.local().data();
+    if (!aliased) return detail::run_matmul<Plan>(c, a, b, alpha, beta);
+    ShardedMatrix<Scalar, M, ShC, OC> product(c.groups(), c.rows(), c.cols(), detail::uninitialized);
+    detail::run_matmul<Plan>(product, a, b);
+    detail::scale_add_into(c.local().data(), product.local().data(), product.local().size(), alpha, beta);
   }
 }
 
@@ -231,7 +256,8 @@ struct matmul_misuse {
   static_assert(!Into || variant_ok,
                 "shardwise::matmul_into(C, A, B, variant): the fourth argument must be a variant (sw::standard, "
                 "sw::ring, sw::summa, sw::summa_25d<...>, sw::via<...>) and there is no fifth; matmul_into writes "
-                "C = A * B and takes no alpha or beta");
+                "C = A * B and takes no alpha or beta: sw::gemm(alpha, A, B, beta, C) computes "
+                "C = alpha * A * B + beta * C");
   /// Whether one of the messages above was reported.
   static constexpr bool explained = [] {
     if constexpr (!both) return true;
@@ -250,6 +276,27 @@ auto matmul(const A&, const B&, Variant...) {
   static_assert(detail::matmul_misuse<false, A, B, Variant...>::explained,
                 "shardwise::matmul: these arguments do not make a matmul; see shardwise/matmul.hpp for its forms");
   return detail::invalid_matmul{};
+}
+
+namespace detail {
+/// A, B and C of one gemm: sharded matrices of one scalar type on one Mesh.
+template <typename A, typename B, typename C>
+concept gemm_operands = is_sharded_matrix_v<A> && is_sharded_matrix_v<B> && is_sharded_matrix_v<C> &&
+                        std::is_same_v<typename A::scalar_type, typename B::scalar_type> &&
+                        std::is_same_v<typename A::scalar_type, typename C::scalar_type> &&
+                        std::is_same_v<typename A::mesh_type, typename B::mesh_type> &&
+                        std::is_same_v<typename A::mesh_type, typename C::mesh_type>;
+}  // namespace detail
+
+/// Operands that do not make a gemm: the static_assert that says so, at the call.
+template <typename Alpha, typename A, typename B, typename Beta, typename C, typename... Variant>
+  requires(!detail::gemm_operands<A, B, C>)
+void gemm(const Alpha&, const A&, const B&, const Beta&, C&, Variant...) {
+  static_assert(detail::gemm_operands<A, B, C>,
+                "shardwise::gemm(alpha, A, B, beta, C): A, B and C must be shardwise::ShardedMatrix objects of one "
+                "scalar type on one Mesh (alpha and beta convert to that type); an Eigen matrix becomes one with "
+                "ShardedMatrix<Scalar, Mesh, Sharding>::distribute(groups, matrix), another scalar type with a "
+                ".cast<Scalar>() of it");
 }
 
 /// The same for matmul_into.

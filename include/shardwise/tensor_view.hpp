@@ -117,7 +117,7 @@ class ShardedTensor<Scalar, M, Sh, detail::view_ownership<Const, Order>> {
     global_tensor global(dims);
     detail::execute<detail::reshard_program<M, Sh, replicated_sharding_t<rank>, storage, owning::storage>, Scalar>(
         groups_.state("to_global"), {{{}, {}, global_extents}},
-        {nullptr, nullptr, data_, global.data(), false, {nullptr, nullptr, &strides_}});
+        {.c = data_, .out = global.data(), .strides = {nullptr, nullptr, &strides_}});
     return global;
   }
 

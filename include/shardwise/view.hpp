@@ -174,7 +174,7 @@ class ShardedMatrix<Scalar, M, Sh, Order, detail::view_ownership<Const>> {
     detail::execute<detail::reshard_program<M, Sh, replicated_sharding_t<2>, detail::matrix_order(Order),
                                             detail::matrix_order(Eigen::ColMajor)>, Scalar>(
         groups_.state("to_global"), {{{}, {}, {rows(), cols()}}},
-        {nullptr, nullptr, data_, global.data(), false, {nullptr, nullptr, &strides_}});
+        {.c = data_, .out = global.data(), .strides = {nullptr, nullptr, &strides_}});
     return global;
   }
 

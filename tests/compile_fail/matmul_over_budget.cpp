@@ -8,7 +8,7 @@
 namespace sw = shardwise;
 using Cube = sw::Mesh<sw::Axis<"x", 2>, sw::Axis<"y", 2>, sw::Axis<"z", 2>>;
 using Blocks = sw::TensorSharding<sw::Split<"x">, sw::Split<"y">>;
-constexpr sw::MatmulShape shape{8192, 8192, 8192};
+constexpr sw::MatmulShape shape{.m = 8192, .k = 8192, .n = 8192};
 void f(const sw::ShardedMatrix<double, Cube, Blocks>& a, const sw::ShardedMatrix<double, Cube, Blocks>& b) {
   auto c = sw::matmul(a, b, sw::standard, sw::memory_budget<shape, 800ll << 20>);
   (void)c;

@@ -32,7 +32,10 @@ namespace shardwise::detail {
 
 /// The blocks an operation works on: A and B (a contraction's inputs), C (a reshard's
 /// input) and the storage of this rank's block of the result, which the result overwrites or,
-/// with `accumulate`, is added to (gradients summed over micro-batches).
+/// with `accumulate`, is added to (gradients summed over micro-batches). `alpha` and `beta`
+/// make it BLAS's out = alpha * result + beta * out (gemm); they apply to this rank's block of
+/// the finished result, after any reduction, so beta * out enters once (for a Partial output
+/// too: the sum over the group of alpha * p_i + beta * c_i is alpha * P + beta * C).
 ///
 /// `strides` (one per A, B, C; null: contiguous in the program's initial order) are the
 /// element strides of an input that is a view of memory the caller keeps (shardwise/view.hpp):
@@ -46,7 +49,9 @@ struct operation_io {
   const Scalar* b = nullptr;
   const Scalar* c = nullptr;
   Scalar* out = nullptr;
-  bool accumulate = false;
+  bool accumulate = false;  ///< out += result: alpha 1, beta 1
+  Scalar alpha = Scalar(1);
+  Scalar beta = Scalar(0);
   std::array<const tensor_extents*, 3> strides{};
 };
 
@@ -173,7 +178,8 @@ class executor {
  public:
   executor(const program& p, group_mesh_state& groups, const operand_extents& global, const operation_io<Scalar>& io)
       : p_(p), groups_(groups), geo_(groups.geometry()), global_(global), axes_(p.start), out_(io.out),
-        accumulate_(io.accumulate) {
+        alpha_(io.alpha), beta_(io.accumulate ? Scalar(1) : io.beta),
+        combine_(io.accumulate || io.alpha != Scalar(1) || io.beta != Scalar(0)) {
     data_ = {io.a, io.b, io.c};
     order_ = p.initial_order;
     // A view whose strides are those of a contiguous block in its order (the transpose of an
@@ -209,7 +215,7 @@ class executor {
     }
     const auto c = index_of(Operand::C);
     if (data_[c] == out_) return;
-    if (!accumulate_) return copy_held(Operand::C, out_, p_.output_order);
+    if (!combine_) return copy_held(Operand::C, out_, p_.output_order);
     const std::int64_t n = count(Operand::C);
     const Scalar* sum = data_[c];
     if (!(order_[c] == p_.output_order) || strided_[c]) {
@@ -217,7 +223,8 @@ class executor {
       copy_held(Operand::C, ordered, p_.output_order);
       sum = ordered;
     }
-    add_into(out_, sum, n);
+    if (alpha_ == Scalar(1) && beta_ == Scalar(1)) add_into(out_, sum, n);
+    else scale_add_into(out_, sum, n, alpha_, beta_);
   }
 
  private:
@@ -284,7 +291,7 @@ class executor {
   /// Where a step writes C: the result, or the ping-pong buffer C is not in now. A result that
   /// is added to goes through a buffer (only a GEMM adds in place, see contract()).
   Scalar* c_target(bool writes_output, std::int64_t n) {
-    if (writes_output && !accumulate_) return out_;
+    if (writes_output && !combine_) return out_;
     c_in_ping_ = !c_in_ping_;
     return scratch<Scalar>(c_in_ping_ ? Slot::c_ping : Slot::c_pong, n);
   }
@@ -363,7 +370,7 @@ class executor {
   [[gnu::noinline]] void contract(const lowered_step& l, bool last) {
     pack_for_gemm(Operand::A, l.operand_order);
     pack_for_gemm(Operand::B, l.b_order);
-    if (accumulate_ && last && l.result_order == p_.output_order) {  // C += A B in place
+    if (alpha_ == Scalar(1) && beta_ == Scalar(1) && last && l.result_order == p_.output_order) {  // C += A B in place
       gemm_all(out_, l.result_order, true);
       return hold_c(out_, l.result_order);
     }
@@ -550,7 +557,8 @@ class executor {
   std::array<bool, 3> strided_{};           // held in a caller's view with strides_ (not contiguous)
   std::array<tensor_extents, 3> strides_{};
   Scalar* out_;
-  bool accumulate_;
+  Scalar alpha_, beta_;
+  bool combine_;  // out_ is combined with the result (alpha, beta), not overwritten by it
   bool c_owned_ = false;  // C's block is ours to overwrite (the result or a scratch buffer)
   bool c_in_ping_ = false;
   std::array<bool, 2> in_second_slot_{};  // A's and B's scratch slot in turn (see spare())

@@ -48,6 +48,16 @@ template <typename Scalar>
   for (std::int64_t i = 0; i < n; ++i) into[i] += from[i];
 }
 
+/// into[i] = alpha * from[i] + beta * into[i] for n elements (BLAS's C = alpha * AB + beta * C on
+/// a finished product). With beta zero `into` is not read, so a NaN there does not propagate.
+template <typename Scalar>
+[[gnu::noinline]] void scale_add_into(Scalar* into, const Scalar* from, std::int64_t n, Scalar alpha, Scalar beta) {
+  if (beta == Scalar(0))
+    for (std::int64_t i = 0; i < n; ++i) into[i] = alpha * from[i];
+  else
+    for (std::int64_t i = 0; i < n; ++i) into[i] = alpha * from[i] + beta * into[i];
+}
+
 /// Copies a block of `extents` whose elements lie at `source_strides` from `from` (any
 /// strides: a view's leading dimension, a transposed view) into contiguous storage in
 /// `to_order` at `to`.
@@ -134,6 +144,7 @@ void copy_box(const Scalar* from, Scalar* to, const tensor_extents& whole, const
   EXTERN template void copy_strided<Scalar>(const Scalar*, std::int64_t, std::int64_t, Scalar*, std::int64_t, \
                                             std::int64_t);                                                   \
   EXTERN template void add_into<Scalar>(Scalar*, const Scalar*, std::int64_t);                                \
+  EXTERN template void scale_add_into<Scalar>(Scalar*, const Scalar*, std::int64_t, Scalar, Scalar);          \
   EXTERN template void permute_copy<Scalar>(const Scalar*, const dim_order&, Scalar*, const dim_order&,        \
                                             const tensor_extents&);                                          \
   EXTERN template void permute_copy_strided<Scalar>(const Scalar*, const tensor_extents&, Scalar*,             \

@@ -303,7 +303,7 @@ class FeedForward {
     const std::int64_t shapes[] = {x.batch(), x.seq(), x.model(), y.batch(), y.seq(), y.model()};
     agree(shapes, problem, "shardwise::FeedForward::forward", "the shapes of X and Y",
           "batch of X|sequence of X|width of X|batch of Y|sequence of Y|width of Y");
-    const FfnShape shape{x.batch(), x.seq(), m_, h_};
+    const FfnShape shape{.b = x.batch(), .s = x.seq(), .m = m_, .h = h_};
     const auto e = detail::ffn_extents::of(shape);
     // X, W1 and W2 as the GEMMs see them (gathered where the plan says so).
     cache.x_.resize(static_cast<std::size_t>(count(data.xg, e.hidden[0])));
@@ -347,7 +347,7 @@ class FeedForward {
     const std::int64_t shapes[] = {dy.batch(), dy.seq(), dy.model(), dx ? 1 : 0};
     agree(shapes, problem, "shardwise::FeedForward::backward", "the shapes of dY (and whether dX is wanted)",
           "batch of dY|sequence of dY|width of dY|whether dX is wanted");
-    const FfnShape shape{dy.batch(), dy.seq(), m_, h_};
+    const FfnShape shape{.b = dy.batch(), .s = dy.seq(), .m = m_, .h = h_};
     const auto e = detail::ffn_extents::of(shape);
     const std::int64_t tokens = hidden_tokens(shape), h_local = local_hidden_width();
     const Scalar* w1 = gather_w1.steps.empty() ? weights_.w1.local().data() : w1_gathered_.data();

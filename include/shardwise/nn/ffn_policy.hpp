@@ -46,6 +46,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "shardwise/detail/named_fields.hpp"
 #include "shardwise/detail/static_vector.hpp"
 #include "shardwise/detail/text.hpp"
 #include "shardwise/layout.hpp"
@@ -74,6 +75,8 @@ struct MegatronSP { static constexpr std::string_view name = "MegatronSP"; /**< 
 
 /// Global shape of one FeedForward: X[b, s, m] -> H[b, s, h] -> Y[b, s, m].
 struct FfnShape {
+  /// Makes a positional initializer a compile error; holds nothing (detail/named_fields.hpp).
+  [[no_unique_address]] detail::named_fields_only names_required{};
   /// Batch, sequence, model and hidden extents.
   ///@{
   std::int64_t b = 0, s = 0, m = 0, h = 0;

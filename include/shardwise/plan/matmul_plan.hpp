@@ -12,6 +12,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "shardwise/detail/named_fields.hpp"
 #include "shardwise/layout.hpp"
 #include "shardwise/mesh.hpp"
 #include "shardwise/plan/contraction.hpp"
@@ -25,8 +26,11 @@
 
 namespace shardwise {
 
-/// Global matmul shape: C[m,n] = A[m,k] * B[k,n].
+/// Global matmul shape: C[m,n] = A[m,k] * B[k,n]. Written by name, `{.m = 3000, .k = 400, .n = 50}`:
+/// a positional `{3000, 400, 50}` does not compile (detail/named_fields.hpp says why).
 struct MatmulShape {
+  /// Makes a positional initializer a compile error; holds nothing.
+  [[no_unique_address]] detail::named_fields_only names_required{};
   /// Rows of A and C, the contracted extent, columns of B and C.
   ///@{
   std::int64_t m = 0, k = 0, n = 0;

@@ -1,7 +1,7 @@
 // shardwise/plan/memory_budget.hpp: a per-rank memory budget that a matmul's plan must fit,
 // checked at compile time.
 //
-//   constexpr sw::MatmulShape shape{32768, 32768, 32768};
+//   constexpr sw::MatmulShape shape{.m = 32768, .k = 32768, .n = 32768};
 //   auto c = sw::matmul(a, b, sw::summa_25d<"z">, sw::memory_budget<shape, 4ll << 30>);
 //
 // The footprint is the plan's model (matmul_plan::footprint_bytes: this rank's blocks of A, B

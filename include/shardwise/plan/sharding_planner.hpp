@@ -1,7 +1,7 @@
 // shardwise/plan/sharding_planner.hpp: the cheapest shardings for a matmul, and the cheapest
 // way from one sharding to another, as constexpr functions.
 //
-//   constexpr sw::MatmulProblem problem{{4096, 4096, 4096}, sizeof(double), 4ll << 30};
+//   constexpr sw::MatmulProblem problem{{.m = 4096, .k = 4096, .n = 4096}, sizeof(double), 4ll << 30};
 //   const sw::MatmulChoice best = sw::plan_matmul(Grid{}, problem);   // or in a constexpr context
 //   best.a, best.b, best.c         // how to store A, B and C: each element on one rank
 //   best.kernel_a, best.kernel_b   // what the product runs on, after AllGathers of minor axes
