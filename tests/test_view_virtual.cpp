@@ -152,6 +152,40 @@ TEST(ViewVirtual, MatmulIntoAView) {
   for (int v : ok) EXPECT_TRUE(v);
 }
 
+// gemm(alpha, A, B, beta, C) with A a transposed view and B a padded view: beta C enters once.
+TEST(ViewVirtual, GemmOnViews) {
+  using Line = sw::Mesh<sw::Axis<"x", sw::dynamic_extent>>;
+  using At_t = sw::ShardedMatrix<double, Line, TS<S<"x">, R>>;  // Aᵀ, k x m: k over x
+  using B_t = sw::ShardedMatrix<double, Line, TS<S<"x">, R>, Eigen::ColMajor>;
+  using C_t = sw::ShardedMatrix<double, Line, TS<R, R>>;
+  const std::int64_t m = 5, k = 13, n = 4;
+  const auto a_global = random_matrix<double>(m, k, 7), b_global = random_matrix<double>(k, n, 8);
+  const auto c_global = random_matrix<double>(m, n, 9);
+  const Eigen::MatrixXd at_global = a_global.transpose();
+  const Eigen::MatrixXd want = 2.0 * a_global * b_global + 0.5 * c_global;
+  std::vector<double> errors(3, 1.0);
+  LocalChecks quiet;
+  sw::run_virtual_cluster(3, [&](sw::VirtualCommunicator& comm) {
+    const int rank = comm.rank();
+    auto counters = std::make_shared<sw::CommCounters>();
+    sw::ProcessGroupMesh<Line> groups(sw::CountingCommunicator<sw::VirtualCommunicator>(std::move(comm), counters),
+                                      Line{3});
+    const auto at = At_t::distribute(groups, at_global);
+    const auto b_own = B_t::distribute(groups, b_global);
+    const std::int64_t ldb = b_own.local_rows() + 4;
+    auto b_buffer = padded_col_major<double>(b_global, b_own.row_offset(), 0, b_own.local_rows(), n, ldb);
+    const auto b = sw::view<B_t>(groups, {k, n}, b_buffer.data(), {1, ldb});
+    auto c = C_t::distribute(groups, c_global);
+    const auto before = counters->total();
+    sw::gemm(2.0, sw::transposed(at), b, 0.5, c);
+    const auto moved = counters->total() - before;
+    using Plan = sw::matmul_plan<Line, TS<R, S<"x">>, TS<S<"x">, R>, TS<R, R>>;
+    const auto model = Plan::traffic(groups.mesh(), groups.coordinate(), {.m = m, .k = k, .n = n}, sizeof(double));
+    errors[static_cast<std::size_t>(rank)] = relative_error(c.to_global(), want) + (moved == model ? 0.0 : 1.0);
+  });
+  for (double e : errors) EXPECT_LE(e, 1e-12);
+}
+
 // A view's block that does not fit the sharding, or a shape a rank disagrees on, is the same
 // error on every rank (no hang).
 TEST(ViewVirtual, BadBlocksThrowOnEveryRank) {
