@@ -27,6 +27,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "plan_choices.hpp"
@@ -134,6 +135,13 @@ double host_speed() {
 #else
   return 0;
 #endif
+}
+
+/// Rank 0's `value` on every rank (a plain struct of numbers, no pointers).
+template <typename T>
+void broadcast_bytes(T& value) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  MPI_Bcast(&value, static_cast<int>(sizeof(T)), MPI_BYTE, 0, MPI_COMM_WORLD);
 }
 
 Options parse(int argc, char** argv) {
@@ -268,16 +276,22 @@ int main(int argc, char** argv) {
   const sw::MatmulProblem problem{{o.n, o.n, o.n}, sizeof(double), budget};
   bool all_right = true;
   for (const std::string& name : o.plans) {
-    block_geometry mesh;
-    sw::MatmulChoice choice;
-    if (name == "best") choice = sw::bench::best_plan(size, problem, mesh);
-    else if (name == "summa") choice = sw::bench::summa_2d(size, problem, mesh);
-    else if (name == "25d") choice = sw::bench::summa_25d(size, problem, mesh);
-    else {
+    if (name != "best" && name != "summa" && name != "25d") {
       if (rank == 0) std::fprintf(stderr, "simulate_matmul: unknown plan '%s' (best, summa, 25d)\n", name.c_str());
       MPI_Finalize();
       return 2;
     }
+    // Rank 0 plans and sends the plan to the others: the search over every mesh takes seconds
+    // at P = 4096 (15 s on one core), which every simulated rank repeating would multiply by P.
+    block_geometry mesh;
+    sw::MatmulChoice choice;
+    if (rank == 0) {
+      if (name == "best") choice = sw::bench::best_plan(size, problem, mesh);
+      else if (name == "summa") choice = sw::bench::summa_2d(size, problem, mesh);
+      else choice = sw::bench::summa_25d(size, problem, mesh);
+    }
+    broadcast_bytes(choice);
+    broadcast_bytes(mesh);
     if (!choice.found || !choice.plan.error.ok() || choice.plan.steps.empty()) {
       if (rank == 0) std::printf("| %d | %lld | %s | - | no plan of this kind for P = %d | | | | | | | |\n", size,
                                  static_cast<long long>(o.n), name.c_str(), size);
