@@ -89,6 +89,8 @@ class Block {
       SMPI_SHARED_FREE(data_);
       return;
     }
+#else
+    static_cast<void>(fold_);  // only the simulation build folds
 #endif
     std::free(data_);
   }
