@@ -11,7 +11,7 @@
 // A and B are filled from global indices, never from rand(): under SMPI all ranks share one
 // process and one libc.
 //
-// For each plan, one line: the mesh, the time of the slowest rank (mean over --reps runs after
+// For each plan, one line: the mesh, the time of the slowest rank (the best of --reps runs after
 // one untimed run), GFLOP/s, % of the ranks' peak (under simulation: the simulated hosts'
 // speed), and the bytes each rank sent through shardwise's communicators (counted at every
 // collective, as the ring algorithms send them) against the cost model's bytes for that rank.
@@ -223,14 +223,16 @@ bool run_plan(const std::string& name, const sw::MatmulChoice& choice, const blo
       sw::detail::schedule_traffic(plan.steps, plan.start, global, geo, sizeof(double), choice.panel_width).bytes;
   const double error = o.compute ? check(c, pc, o.n) : 0.0;
 
-  double seconds = 0;
+  // The best of the runs: a real run on a shared machine is only ever slowed down by the
+  // others; a simulated one takes the same time every run.
+  double seconds = 1e300;
   for (int r = 0; r < o.reps; ++r) {
     MPI_Barrier(MPI_COMM_WORLD);
     const double start = MPI_Wtime();
     run();
     double elapsed = MPI_Wtime() - start;
     MPI_Allreduce(MPI_IN_PLACE, &elapsed, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    seconds += elapsed / o.reps;
+    seconds = std::min(seconds, elapsed);
   }
 
   int bytes_equal = sent == modeled ? 1 : 0;
@@ -270,7 +272,7 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (rank == 0) {
-    std::printf("| P | n | plan | mesh | shardings, variant | time s (slowest rank) | GFLOP/s | %% of peak | MiB sent, "
+    std::printf("| P | n | plan | mesh | shardings, variant | time s (slowest rank, best run) | GFLOP/s | %% of peak | MiB sent, "
                 "busiest rank | model MiB | bytes == model, all ranks | C |\n"
                 "|---:|---:|---|---|---|---:|---:|---:|---:|---:|---|---|\n");
     std::fflush(stdout);
