@@ -303,6 +303,9 @@ int main(int argc, char** argv) {
     }
     all_right = run_plan(name, choice, mesh, o) && all_right;
   }
+  // The workspace is thread_local: left to its destructor, it would be freed when the rank's
+  // thread ends, after MPI_Finalize, where SMPI's shared free crashes.
+  sw::detail::Workspace::local().release();
   MPI_Finalize();
   return all_right ? 0 : 1;
 }
