@@ -9,6 +9,7 @@ packages=(
   libopenblas-dev libscalapack-openmpi-dev   # BLAS backend, and pdgemm as a benchmark peer
   gnuplot-nox                                # benchmark plot
   doxygen                                    # API reference (ninja -C build docs, test docs)
+  libsimgrid-dev                             # smpicxx, smpirun: simulated clusters (benchmarks/simulate)
 )
 
 missing=()

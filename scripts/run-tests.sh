@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: installs what is missing, then builds and tests
 # with g++ and clang++-16 (warnings are errors), and once more under
-# AddressSanitizer + UndefinedBehaviorSanitizer.
+# AddressSanitizer + UndefinedBehaviorSanitizer. The gcc configuration also builds the
+# simulated-cluster driver (SimGrid SMPI) and runs it on 16 simulated ranks.
 #
 #   SHARDWISE_CONFIGS="gcc"  ./scripts/run-tests.sh    # a subset: gcc clang sanitize
 set -euo pipefail
@@ -12,7 +13,7 @@ cd "$(dirname "$0")/.."
 configs=${SHARDWISE_CONFIGS:-"gcc clang sanitize"}
 for config in $configs; do
   case "$config" in
-    gcc)      compiler=g++;         options=(--werror) ;;
+    gcc)      compiler=g++;         options=(--werror -Dsimulation=enabled) ;;  # + P = 16 on a simulated cluster
     clang)    compiler=clang++-16;  options=(--werror) ;;
     sanitize) compiler=g++;         options=(-Db_sanitize=address,undefined -Db_lundef=false -Dbenchmarks=disabled) ;;
     *) echo "unknown configuration '$config' (use gcc, clang, sanitize)"; exit 2 ;;

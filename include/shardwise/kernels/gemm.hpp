@@ -23,6 +23,10 @@
 #include <stdexcept>
 #include <type_traits>
 
+#if defined(SHARDWISE_SIMULATE) && SHARDWISE_SIMULATE
+#include "shardwise/kernels/simulation.hpp"  // SMPI: GEMMs charge their flops to the simulated host
+#endif
+
 #if defined(SHARDWISE_USE_BLAS) && SHARDWISE_USE_BLAS
 // OpenBLAS's headers use C99 _Complex; when they are found through a plain -I (pkg-config)
 // rather than as system headers, -Wpedantic would flag them in the user's build.
@@ -187,6 +191,13 @@ void eigen_gemm(matrix_view<Scalar> c, matrix_view<const Scalar> a, matrix_view<
 /// C = A * B, or C += A * B, on matrices whose storage orders are run-time values.
 template <typename Scalar>
 void gemm(matrix_view<Scalar> c, matrix_view<const Scalar> a, matrix_view<const Scalar> b, bool accumulate) {
+#if defined(SHARDWISE_SIMULATE) && SHARDWISE_SIMULATE
+  // 2mnk real flops; a complex multiply-add is 4 real multiplications and 4 additions.
+  constexpr double flops_per_multiply_add = std::is_floating_point_v<Scalar> ? 2.0 : 8.0;
+  simulation::charge_flops(flops_per_multiply_add * static_cast<double>(a.rows) * static_cast<double>(b.cols) *
+                           static_cast<double>(a.cols));
+  if (!simulation::compute().load(std::memory_order_relaxed)) return;
+#endif
 #if SHARDWISE_HAS_BLAS
   if (!has_eigen_backend || gemm_backend() == GemmBackend::blas) return blas_gemm(c, a, b, accumulate ? Scalar(1) : Scalar(0));
 #endif

@@ -13,6 +13,10 @@
 #include <new>
 #include <vector>
 
+#if defined(SHARDWISE_SIMULATE) && SHARDWISE_SIMULATE
+#include "shardwise/kernels/simulation.hpp"  // SMPI: buffers may be folded
+#endif
+
 namespace shardwise::detail {
 
 /// Roles of the scratch buffers, one role each: a caller never holds on to a slot that a
@@ -41,7 +45,11 @@ class Workspace {
     Buffer& b = buffers_[static_cast<std::size_t>(slot)];
     if (b.capacity < bytes) {
       const std::size_t rounded = (bytes + 63) / 64 * 64;
+#if defined(SHARDWISE_SIMULATE) && SHARDWISE_SIMULATE
+      void* memory = simulation::allocate(rounded);
+#else
       void* memory = std::aligned_alloc(64, rounded);
+#endif
       if (memory == nullptr) throw std::bad_alloc();
       b.data.reset(memory);
       b.capacity = rounded;
@@ -72,7 +80,11 @@ class Workspace {
 
  private:
   struct Free {
+#if defined(SHARDWISE_SIMULATE) && SHARDWISE_SIMULATE
+    void operator()(void* p) const { simulation::deallocate(p); }
+#else
     void operator()(void* p) const { std::free(p); }
+#endif
   };
   struct Buffer {
     std::unique_ptr<void, Free> data;

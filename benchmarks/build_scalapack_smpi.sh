@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Builds ScaLAPACK's PDGEMM (BLACS, the PBLAS it needs, a few TOOLS) against SimGrid's SMPI,
+# and the PDGEMM driver benchmarks/simulate_pdgemm.cpp, so that the peer runs on the same
+# simulated clusters as shardwise (benchmarks/simulate). Debian's libscalapack is linked to
+# OpenMPI and cannot run under smpirun; the reference source can be compiled with smpicc.
+#
+#   benchmarks/build_scalapack_smpi.sh [SCALAPACK_SOURCE] [BUILD_DIR]
+#     SCALAPACK_SOURCE  reference ScaLAPACK (BLACS/SRC, PBLAS/SRC, TOOLS); default
+#                       $SCALAPACK_SOURCE or /work/shared/peers/scalapack
+#     BUILD_DIR         default build-scalapack-smpi/ in this repository (ignored by git);
+#                       the source is only read, never copied into the repository
+# Then:  benchmarks/simulate pdgemm P PLATFORM [--n N] [--nb NB] [--check]
+#
+# What is compiled (with smpicc / smpif90; gfortran must be installed):
+#   - BLACS: the internal BI_*.c once; the user routines twice, for the Fortran interface and,
+#     with -DCallFromC, for the C one (Cblacs_*), as ScaLAPACK's own build does;
+#   - PBLAS: pdgemm_.c, pilaenv.f, PTOOLS/*.c, and the Fortran of PTZBLAS and PBBLAS;
+#   - TOOLS: the descriptor and index helpers PDGEMM and the driver call.
+# Everything goes into one static archive, so only what pdgemm_ reaches is linked.
+# The local GEMMs: flop_charging_dgemm.c defines dgemm_, which charges 2mnk flops to the
+# simulated host (and multiplies through OpenBLAS's cblas_dgemm only when the driver asks),
+# exactly as shardwise's kernels do under SHARDWISE_SIMULATE.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+source_dir=${1:-${SCALAPACK_SOURCE:-/work/shared/peers/scalapack}}
+build_dir=${2:-$repo/build-scalapack-smpi}
+for tool in smpicc smpif90 smpicxx; do
+  command -v "$tool" >/dev/null || { echo "build_scalapack_smpi: $tool not found (libsimgrid-dev)" >&2; exit 2; }
+done
+[ -d "$source_dir/PBLAS/SRC" ] || { echo "build_scalapack_smpi: no PBLAS/SRC under $source_dir" >&2; exit 2; }
+mkdir -p "$build_dir/obj"
+obj=$build_dir/obj
+jobs=$(nproc)
+
+# -DAdd_: Fortran symbols with one trailing underscore (gfortran). -fPIC: smpirun loads the
+# program as a shared object. SMPI_NO_OVERRIDE_MALLOC: BLACS's and PBLAS's buffers stay
+# private, so that a checked run computes right (a folded run folds its own operands).
+cflags=(-O2 -DAdd_ -fPIC -w -DSMPI_NO_OVERRIDE_MALLOC=1)
+fflags=(-O2 -fPIC -w -fallow-argument-mismatch)
+
+# compile COMPILER OUTPUT SOURCE FLAGS...: skips what is up to date.
+compile() {
+  local compiler=$1 out=$2 src=$3
+  shift 3
+  if [ ! -f "$out" ] || [ "$src" -nt "$out" ]; then "$compiler" "$@" -c "$src" -o "$out"; fi
+}
+export -f compile
+
+{
+  blacs=$source_dir/BLACS/SRC
+  for src in "$blacs"/*.c; do
+    name=$(basename "$src" .c)
+    echo "smpicc $obj/blacs_$name.o $src ${cflags[*]} -I$blacs"
+    if [[ $name != BI_* ]]; then echo "smpicc $obj/blacs_C_$name.o $src ${cflags[*]} -DCallFromC -I$blacs"; fi
+  done
+  pblas=$source_dir/PBLAS/SRC
+  echo "smpicc $obj/pblas_pdgemm_.o $pblas/pdgemm_.c ${cflags[*]} -I$pblas"
+  echo "smpif90 $obj/pblas_pilaenv.o $pblas/pilaenv.f ${fflags[*]}"
+  for src in "$pblas"/PTOOLS/*.c; do echo "smpicc $obj/ptools_$(basename "$src" .c).o $src ${cflags[*]} -I$pblas"; done
+  for src in "$pblas"/PTZBLAS/*.f "$pblas"/PBBLAS/*.f; do
+    echo "smpif90 $obj/$(basename "$(dirname "$src")")_$(basename "$src" .f).o $src ${fflags[*]}"
+  done
+  for name in numroc descinit descset iceil ilcm indxg2p indxg2l infog2l chk1mat pchkxmat dlatcpy; do
+    echo "smpif90 $obj/tools_$name.o $source_dir/TOOLS/$name.f ${fflags[*]}"
+  done
+} | xargs -P "$jobs" -L 1 bash -c 'compile "$@"' compile
+
+rm -f "$build_dir/libscalapack_smpi.a"
+ar rcs "$build_dir/libscalapack_smpi.a" "$obj"/*.o
+
+# The flop-charging dgemm_ and the driver, linked with the archive and OpenBLAS (its other
+# BLAS routines, and cblas_dgemm for checked runs).
+smpicc -O2 -fPIC -Wall -Wextra -c "$repo/benchmarks/flop_charging_dgemm.c" -o "$build_dir/flop_charging_dgemm.o"
+smpicxx -std=c++20 -O2 -Wall -Wextra -Wpedantic -fno-gnu-unique -DSMPI_NO_OVERRIDE_MALLOC=1 \
+  "$repo/benchmarks/simulate_pdgemm.cpp" "$build_dir/flop_charging_dgemm.o" "$build_dir/libscalapack_smpi.a" \
+  $(pkg-config --libs openblas) -lgfortran -o "$build_dir/simulate_pdgemm"
+echo "build_scalapack_smpi: $build_dir/simulate_pdgemm"

@@ -1,0 +1,159 @@
+// simulate_pdgemm: ScaLAPACK's PDGEMM, C = A B (fp64, m = n = k = N, all three NB x NB
+// block-cyclic on the squarest p x q grid of MPI_COMM_WORLD), the peer of simulate_matmul on
+// the same simulated clusters. Built by benchmarks/build_scalapack_smpi.sh against SMPI, with
+// flop_charging_dgemm.c as its dgemm_; run by `benchmarks/simulate pdgemm`.
+//
+//   simulate_pdgemm [--n N] [--nb NB] [--reps R] [--check] [--fold]
+//     --check  the local GEMMs multiply and every rank checks its elements of C (small N)
+//     --fold   A, B and C from SMPI's shared malloc (the same pages on every rank), for large P
+// One line in simulate_matmul's table format: the time of the slowest rank (best of R runs
+// after an untimed one), GFLOP/s, % of the hosts' peak, and in place of counted bytes the
+// estimate of a stationary-C SUMMA on the grid, 8 [(n/p) n (q-1)/q + n (n/q) (p-1)/p] bytes
+// received per rank (PBLAS may move data otherwise; nothing here counts its messages).
+// No static or global mutable state: under SMPI every rank is a thread of one process.
+#include <mpi.h>
+#include <simgrid/host.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+extern "C" {
+void Cblacs_pinfo(int* mypnum, int* nprocs);
+void Cblacs_get(int context, int what, int* value);
+void Cblacs_gridinit(int* context, const char* order, int nprow, int npcol);
+void Cblacs_gridinfo(int context, int* nprow, int* npcol, int* myrow, int* mycol);
+void Cblacs_gridexit(int context);
+int numroc_(const int* n, const int* nb, const int* iproc, const int* isrcproc, const int* nprocs);
+void descinit_(int* desc, const int* m, const int* n, const int* mb, const int* nb, const int* irsrc,
+               const int* icsrc, const int* ictxt, const int* lld, int* info);
+void pdgemm_(const char* transa, const char* transb, const int* m, const int* n, const int* k, const double* alpha,
+             const double* a, const int* ia, const int* ja, const int* desca, const double* b, const int* ib,
+             const int* jb, const int* descb, const double* beta, double* c, const int* ic, const int* jc,
+             const int* descc);
+void flop_charging_dgemm_computes(int yes);
+}
+
+namespace {
+
+/// As simulate_matmul's: exact in fp64, so a right product matches to the last bit.
+double element(int which, long i, long j) {
+  const long h = (i * 31 + j * 17 + which * 7) % 23;
+  return static_cast<double>(h - 11) / 16.0;
+}
+
+/// Global index of local row (or column) `l` on process coordinate `proc` of `procs`.
+long global_index(int l, int block, int proc, int procs) {
+  return (static_cast<long>(l) / block * procs + proc) * block + l % block;
+}
+
+struct Local {
+  int rows = 0, cols = 0, lld = 1;
+  int desc[9] = {};
+  double* data = nullptr;
+  bool folded = false;
+
+  Local(int n, int nb, int context, int my_row, int my_col, int p, int q, bool fold) : folded(fold) {
+    const int zero = 0;
+    rows = numroc_(&n, &nb, &my_row, &zero, &p);
+    cols = numroc_(&n, &nb, &my_col, &zero, &q);
+    lld = std::max(1, rows);
+    int info = 0;
+    descinit_(desc, &n, &n, &nb, &nb, &zero, &zero, &context, &lld, &info);
+    const std::size_t bytes = sizeof(double) * static_cast<std::size_t>(lld) * static_cast<std::size_t>(std::max(1, cols));
+    data = static_cast<double*>(fold ? SMPI_SHARED_MALLOC(bytes) : std::malloc(bytes));
+    std::fill_n(data, bytes / sizeof(double), 0.0);
+  }
+  Local(const Local&) = delete;
+  Local& operator=(const Local&) = delete;
+  ~Local() {
+    if (folded) SMPI_SHARED_FREE(data);
+    else std::free(data);
+  }
+  double& at(int i, int j) const { return data[static_cast<std::size_t>(j) * static_cast<std::size_t>(lld) + static_cast<std::size_t>(i)]; }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int n = 256, nb = 128, reps = 1;
+  bool check = false, fold = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--n" && i + 1 < argc) n = std::atoi(argv[++i]);
+    else if (arg == "--nb" && i + 1 < argc) nb = std::atoi(argv[++i]);
+    else if (arg == "--reps" && i + 1 < argc) reps = std::max(1, std::atoi(argv[++i]));
+    else if (arg == "--check") check = true;
+    else if (arg == "--fold") fold = true;
+    else {
+      std::fprintf(stderr, "simulate_pdgemm: unknown argument '%s'\n", argv[i]);
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+  }
+  if (check && fold) {
+    std::fprintf(stderr, "simulate_pdgemm: --check and --fold exclude each other (folded blocks share their pages)\n");
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  flop_charging_dgemm_computes(check ? 1 : 0);
+
+  int me = 0, size = 0;
+  Cblacs_pinfo(&me, &size);
+  int p = 1;
+  for (int a = 1; a * a <= size; ++a)
+    if (size % a == 0) p = a;
+  const int q = size / p;
+  int context = 0, rows = 0, cols = 0, my_row = 0, my_col = 0;
+  Cblacs_get(-1, 0, &context);
+  Cblacs_gridinit(&context, "Row", p, q);
+  Cblacs_gridinfo(context, &rows, &cols, &my_row, &my_col);
+
+  const Local a(n, nb, context, my_row, my_col, p, q, fold), b(n, nb, context, my_row, my_col, p, q, fold),
+      c(n, nb, context, my_row, my_col, p, q, fold);
+  if (check)
+    for (int j = 0; j < a.cols; ++j)
+      for (int i = 0; i < a.rows; ++i) {
+        a.at(i, j) = element(0, global_index(i, nb, my_row, p), global_index(j, nb, my_col, q));
+        b.at(i, j) = element(1, global_index(i, nb, my_row, p), global_index(j, nb, my_col, q));
+      }
+  const int one = 1;
+  const double alpha = 1.0, beta = 0.0;
+  auto run = [&] {
+    pdgemm_("N", "N", &n, &n, &n, &alpha, a.data, &one, &one, a.desc, b.data, &one, &one, b.desc, &beta, c.data, &one,
+            &one, c.desc);
+  };
+  run();
+  double error = 0;
+  if (check)
+    for (int j = 0; j < c.cols; ++j)
+      for (int i = 0; i < c.rows; ++i) {
+        const long gi = global_index(i, nb, my_row, p), gj = global_index(j, nb, my_col, q);
+        double want = 0;
+        for (long k = 0; k < n; ++k) want += element(0, gi, k) * element(1, k, gj);
+        error = std::max(error, std::abs(c.at(i, j) - want));
+      }
+  double seconds = 1e300;
+  for (int r = 0; r < reps; ++r) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double start = MPI_Wtime();
+    run();
+    double elapsed = MPI_Wtime() - start;
+    MPI_Allreduce(MPI_IN_PLACE, &elapsed, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    seconds = std::min(seconds, elapsed);
+  }
+  MPI_Allreduce(MPI_IN_PLACE, &error, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  if (me == 0) {
+    const double nn = n, gflops = 2.0 * nn * nn * nn / seconds / 1e9;
+    const double peak = sg_host_get_speed(sg_host_self()) * size / 1e9;
+    const double estimate = 8.0 * (nn / p * nn * (q - 1) / q + nn * (nn / q) * (p - 1) / p) / (1 << 20);
+    std::printf("| %d | %d | pdgemm nb:%d | %dx%d | block-cyclic %d x %d | %.6f | %.2f | %.1f | - | %.3f (SUMMA estimate) | - | %s |\n",
+                size, n, nb, p, q, nb, nb, seconds, gflops, 100.0 * gflops / peak, estimate,
+                check ? (error == 0.0 ? "exact" : "WRONG") : "not computed");
+    std::fflush(stdout);
+  }
+  Cblacs_gridexit(context);
+  MPI_Finalize();
+  return error == 0.0 ? 0 : 1;
+}
