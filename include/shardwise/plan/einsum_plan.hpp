@@ -11,7 +11,9 @@
 // natural sharding: each free index keeps its input's split, a batch index the axes both
 // inputs start with, and a contracted index split the same in A and B leaves a pending sum
 // over those axes, reduced (AllReduce) unless C is requested Partial or split over them
-// (ReduceScatter). matmul_plan is this plan for "mk,kn->mn" with matmul's own messages.
+// (ReduceScatter). An input split over fewer axes than the other where both carry a
+// contracted (or batch) index is sliced to match, at no cost, rather than the other gathered.
+// matmul_plan is this plan for "mk,kn->mn" with matmul's own messages.
 //
 // Every mistake is one static_assert whose message says what is wrong and how to fix it; the
 // index letter or mesh axis concerned is shown beside it (a note in the template argument of
@@ -191,6 +193,9 @@ constexpr std::int64_t pack_elements(const program& p, const operand_extents& gl
         break;
       case StepKind::all_reduce:
         current[index_of(Operand::C)] = l.result_order;
+        break;
+      case StepKind::slice:  // a strided copy in any order: no pack
+        current[index_of(s.operand)] = l.result_order;
         break;
       default:
         note_pack(Operand::A, l.operand_order);
