@@ -23,7 +23,8 @@ LAYERS = [
     ("groups", ["process_group_mesh.hpp", "launcher_environment.hpp", "parallel_context.hpp",
                 "mpi_environment.hpp"]),
     ("kernels", ["kernels/*.hpp"]),
-    ("operations", ["sharded_matrix.hpp", "sharded_tensor.hpp", "reshard.hpp", "matmul.hpp", "einsum.hpp"]),
+    ("operations", ["sharded_matrix.hpp", "sharded_tensor.hpp", "reshard.hpp", "matmul.hpp", "einsum.hpp",
+                    "linalg.hpp"]),
     ("nn", ["nn/*.hpp"]),
     ("umbrella", ["shardwise.hpp", "tensor.hpp", "compiled_runtime.hpp"]),
     # Google Benchmark under MPI: only MPI and the benchmark library, never included by the rest.

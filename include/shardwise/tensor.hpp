@@ -8,3 +8,4 @@
 #include "shardwise/shardwise.hpp"
 #include "shardwise/sharded_tensor.hpp"
 #include "shardwise/einsum.hpp"
+#include "shardwise/linalg.hpp"

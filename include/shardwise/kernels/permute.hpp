@@ -119,7 +119,11 @@ void copy_slice(const Scalar* from, const tensor_extents& from_extents, const di
 template <typename Scalar>
 void copy_box(const Scalar* from, Scalar* to, const tensor_extents& whole, const tensor_extents& offsets,
               const tensor_extents& box, int rank, bool out_of) {
-  if (rank == 0 || element_count(box, rank) == 0) return;
+  if (element_count(box, rank) == 0) return;
+  if (rank == 0) {  // a scalar
+    *to = *from;
+    return;
+  }
   const tensor_extents strides = strides_of(whole, dim_order::row_major(rank));
   const std::int64_t run = box[static_cast<std::size_t>(rank - 1)];
   const std::int64_t runs = element_count(box, rank) / run;
