@@ -24,7 +24,7 @@ LAYERS = [
                 "mpi_environment.hpp"]),
     ("kernels", ["kernels/*.hpp"]),
     ("operations", ["sharded_matrix.hpp", "sharded_tensor.hpp", "reshard.hpp", "matmul.hpp", "einsum.hpp",
-                    "view.hpp", "tensor_view.hpp"]),
+                    "view.hpp", "tensor_view.hpp", "linalg.hpp"]),
     ("nn", ["nn/*.hpp"]),
     ("umbrella", ["shardwise.hpp", "tensor.hpp", "compiled_runtime.hpp"]),
     # Google Benchmark under MPI: only MPI and the benchmark library, never included by the rest.

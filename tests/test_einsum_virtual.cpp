@@ -49,7 +49,7 @@ TEST(EinsumVirtual, RandomizedDifferential) {
               static_cast<unsigned long long>(seed));
   std::mt19937_64 draw(seed);
   constexpr int wanted = 520;
-  int planned = 0, drawn = 0, ring = 0, partial_out = 0, uneven = 0, complex = 0;
+  int planned = 0, drawn = 0, ring = 0, partial_out = 0, uneven = 0, complex = 0, sliced = 0;
   std::array<int, 4> by_mesh_dims{};
   std::array<int, 5> by_rank{};
   while (planned < wanted && drawn < 20 * wanted) {
@@ -60,6 +60,11 @@ TEST(EinsumVirtual, RandomizedDifferential) {
     ring += c.variant == sw::detail::VariantKind::ring;
     complex += c.scalar != EinsumCase::Scalar::f64;
     partial_out += !c.c.partial.empty();
+    for (const sw::Step& s : c.plan().steps)
+      if (s.kind == sw::StepKind::slice) {
+        ++sliced;  // an operand sliced to match the other (or C to the requested split)
+        break;
+      }
     by_mesh_dims[c.mesh.size()]++;
     for (int op = 0; op < 3; ++op) by_rank[static_cast<std::size_t>(c.ix.ranks[static_cast<std::size_t>(op)])]++;
     const auto e = c.operand_extents();
@@ -82,10 +87,12 @@ TEST(EinsumVirtual, RandomizedDifferential) {
     if (::testing::Test::HasFailure()) break;  // the first failure is the useful one
   }
   std::printf("%d cases planned and checked (of %d drawn): meshes 1-D %d, 2-D %d, 3-D %d; operands of rank 1-4: "
-              "%d %d %d %d; ring %d; Partial outputs %d; unevenly split dimensions %d; complex scalars %d\n",
+              "%d %d %d %d; ring %d; Partial outputs %d; unevenly split dimensions %d; complex scalars %d; "
+              "with a slice %d\n",
               planned, drawn, by_mesh_dims[1], by_mesh_dims[2], by_mesh_dims[3], by_rank[1], by_rank[2], by_rank[3],
-              by_rank[4], ring, partial_out, uneven, complex);
+              by_rank[4], ring, partial_out, uneven, complex, sliced);
   EXPECT_GE(planned, 500);
+  EXPECT_GE(sliced, 50);  // the planner's slices are exercised (about a fifth of the cases)
   EXPECT_GE(complex, 150);  // complex<float> and complex<double>: about half of the cases
 }
 

@@ -1,4 +1,4 @@
-// shardwise/sharded_tensor.hpp: a tensor of 1 to 6 dimensions distributed over a process mesh.
+// shardwise/sharded_tensor.hpp: a tensor of 0 to 6 dimensions distributed over a process mesh.
 //
 //   using X = sw::ShardedTensor<float, Grid, sw::TensorSharding<sw::Split<"dp">, sw::Replicated, sw::Replicated>>;
 //   auto x = X::distribute(groups, global);          // global: Eigen::Tensor<float, 3, Eigen::RowMajor>
@@ -10,7 +10,8 @@
 // row-major Eigen::Tensor (Eigen's Tensor module, shipped with Eigen), and shares the groups
 // of the ProcessGroupMesh it was built on. A dimension split over axes is cut in blocks that
 // differ by at most one (detail/partition.hpp), as for matrices; nothing is padded. A
-// Partial tensor holds partial values whose sum over the Partial axes is the tensor.
+// Partial tensor holds partial values whose sum over the Partial axes is the tensor. A 0-D
+// tensor (TensorSharding<>) is a scalar on every rank, such as the result of einsum<"i,i->">.
 //
 // Every user-level operation is collective over the mesh and first agrees on the global
 // extents (comm/consistency.hpp): a rank that passes other extents makes every rank throw the
@@ -55,10 +56,10 @@ struct checked_tensor_sharding {
 };
 template <typename M, typename Sh>
 struct checked_tensor_sharding<M, Sh, true> {
-  static_assert(Sh::rank >= 1 && Sh::rank <= max_tensor_rank,
-                "shardwise::ShardedTensor: a tensor has 1 to 6 dimensions (shardwise::max_tensor_rank); give "
+  static_assert(Sh::rank <= max_tensor_rank,
+                "shardwise::ShardedTensor: a tensor has 0 to 6 dimensions (shardwise::max_tensor_rank); give "
                 "TensorSharding one Replicated or Split<...> per dimension");
-  static constexpr bool rank_ok = Sh::rank >= 1 && Sh::rank <= max_tensor_rank;
+  static constexpr bool rank_ok = Sh::rank <= max_tensor_rank;
   // Completing the checker reports an unknown axis name with its own message.
   static_assert(!rank_ok || sizeof(checked_sharding<M, Sh, Sh::rank>) > 0);
   static constexpr bool value = rank_ok && sharding_error<M, Sh, Sh::rank>() == ShardingError::none;
@@ -84,7 +85,7 @@ concept row_major_tensor_like = requires(const T& t) {
 
 }  // namespace detail
 
-/// A tensor distributed over the mesh M as the sharding Sh says (Sh::rank dimensions, 1 to 6).
+/// A tensor distributed over the mesh M as the sharding Sh says (Sh::rank dimensions, 0 to 6).
 /// `Ownership` is Owning (this class) or View / ConstView (a view of the caller's memory with
 /// any strides, defined in shardwise/view.hpp).
 template <typename Scalar, MeshType M, typename Sh, typename Ownership = Owning>

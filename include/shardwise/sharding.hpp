@@ -112,7 +112,7 @@ struct TensorSharding {
   /// Axis names splitting each dimension, major first.
   static constexpr std::array<detail::name_list, rank> dim_axes = [] {
     std::array<detail::name_list, rank> result{};
-    std::size_t i = 0;
+    [[maybe_unused]] std::size_t i = 0;  // unused for a 0-D TensorSharding<>
     ((void)[&] { if constexpr (detail::is_dim_sharding_v<Params>) result[i++] = Params::axes; }(), ...);
     return result;
   }();

@@ -10,3 +10,4 @@
 #include "shardwise/sharded_tensor.hpp"
 #include "shardwise/einsum.hpp"
 #include "shardwise/tensor_view.hpp"
+#include "shardwise/linalg.hpp"

@@ -201,6 +201,7 @@ class executor {
         case StepKind::reduce_scatter: along_dimension(s, l); break;
         case StepKind::all_reduce: all_reduce(s, l); break;
         case StepKind::local_gemm: contract(l, i + 1 == p_.steps.size()); break;
+        case StepKind::slice: slice(s, l); break;
         case StepKind::ring_all_gather_gemm:
         case StepKind::ring_gemm_reduce_scatter:
         case StepKind::summa_gemm:
@@ -355,6 +356,27 @@ class executor {
       reduced = target;
     }
     hold_c(reduced, l.result_order);
+  }
+
+  /// A slice: this rank keeps its part of `s.dim` over `s.axes`, a local copy (no communication).
+  [[gnu::noinline]] void slice(const Step& s, const lowered_step& l) {
+    const Operand op = s.operand;
+    const auto i = index_of(op);
+    if (strided_[i]) pack(op, order_[i]);  // a view's block, made contiguous in its own order
+    const tensor_extents before = local(op);
+    const axis_list& kept = axes_[op].dim(s.dim);
+    const std::int64_t offset = geo_.gathered_offset(global_[i][static_cast<std::size_t>(s.dim)], kept, s.axes,
+                                                     geo_.group_rank(s.axes));
+    operand_axes after_step = axes_;
+    apply_step(s, after_step);
+    const tensor_extents extents = local_extents(after_step[op], global_[i], geo_);
+    const std::int64_t n = element_count(extents, after_step[op].rank);
+    Scalar* target = op == Operand::C ? c_target(l.writes_output, n) : spare(op, n);
+    Scalar* landing = l.result_order == order_[i] ? target : scratch<Scalar>(Slot::unpack, n);
+    copy_slice(data_[i], before, order_[i], s.dim, offset, landing, extents);
+    if (landing != target) permute_copy(landing, order_[i], target, l.result_order, extents);
+    hold(op, target, l.result_order);
+    if (op == Operand::C) c_owned_ = true;
   }
 
   // ---- the local contraction ----------------------------------------------------------------

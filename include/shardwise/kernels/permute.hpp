@@ -114,13 +114,35 @@ template <typename Scalar>
   permute_copy_strided(from, strides_of(extents, from_order), to, to_order, extents);
 }
 
+/// Copies the part [offset, offset + to_extents[dim]) along `dim` of a block of `from_extents`
+/// stored in `order` into a contiguous block of `to_extents` in the same order: a slice. The
+/// dimensions stored outside `dim` are the rows of a matrix, those inside it one contiguous run.
+template <typename Scalar>
+void copy_slice(const Scalar* from, const tensor_extents& from_extents, const dim_order& order, int dim,
+                std::int64_t offset, Scalar* to, const tensor_extents& to_extents) {
+  std::int64_t outer = 1, inner = 1;
+  const int at = order.position(dim);
+  for (int i = 0; i < order.rank; ++i) {
+    const std::int64_t e = to_extents[static_cast<std::size_t>(order[i])];
+    if (i < at) outer *= e;
+    if (i > at) inner *= e;
+  }
+  const std::int64_t from_run = from_extents[static_cast<std::size_t>(dim)] * inner;
+  const std::int64_t to_run = to_extents[static_cast<std::size_t>(dim)] * inner;
+  copy_strided(from + offset * inner, from_run, 1, to, outer, to_run);
+}
+
 /// Copies the box of `box` extents at `offsets` out of (`out_of` true) or into a row-major
 /// tensor of `whole` extents at `tensor`, from or to a row-major block at `block`: how a rank
 /// takes its block out of a global tensor. One memcpy per innermost run.
 template <typename Scalar>
 void copy_box(const Scalar* from, Scalar* to, const tensor_extents& whole, const tensor_extents& offsets,
               const tensor_extents& box, int rank, bool out_of) {
-  if (rank == 0 || element_count(box, rank) == 0) return;
+  if (element_count(box, rank) == 0) return;
+  if (rank == 0) {  // a scalar
+    *to = *from;
+    return;
+  }
   const tensor_extents strides = strides_of(whole, dim_order::row_major(rank));
   const std::int64_t run = box[static_cast<std::size_t>(rank - 1)];
   const std::int64_t runs = element_count(box, rank) / run;

@@ -9,6 +9,9 @@
 //   contracted, A and B split it over the same axes S   local contraction leaves C Partial
 //                                                        over S (reduced, scattered or kept
 //                                                        at the end)
+//   contracted or batch, one side split over more axes  slice the other side to match (a
+//     whose extra axes the other side does not use     local copy, no bytes), then as the
+//                                                        same axes
 //   contracted, split differently                       AllGather each side along it over
 //                                                        its axes, then contract locally
 //   batch, split the same                               local
@@ -175,12 +178,30 @@ constexpr contraction_plan_data plan_contraction(const contraction_indices& ix, 
     if (variant == VariantKind::summa_25d) pending = layers;
     plan.steps.push_back({StepKind::summa_gemm, Operand::C, -1, ak, bk, variant == VariantKind::summa_25d ? layers : axis_list{}});
   } else {
+    // A shared letter that one input splits over more axes than the other, the extra ones
+    // unused by the other: that other is sliced to match (local, no bytes) rather than the
+    // first gathered. `a_now`, `b_now`: the inputs after the slices so far.
+    tensor_axes a_now = a, b_now = b;
+    Schedule slices;
+    // The ring variant is asked for to overlap a gather: slicing would leave it nothing to overlap.
+    auto slice_to_match = [&](int da, int db) {
+      if (variant == VariantKind::ring) return;
+      const axis_list &sa = a_now.dim(da), &sb = b_now.dim(db);
+      if (is_prefix(sa, sb) && sa.size() < sb.size() && !intersects(tail(sb, sa.size()), a_now.used())) {
+        slices.push_back({StepKind::slice, Operand::A, da, tail(sb, sa.size()), {}});
+        a_now.dim(da) = sb;
+      } else if (is_prefix(sb, sa) && sb.size() < sa.size() && !intersects(tail(sa, sb.size()), b_now.used())) {
+        slices.push_back({StepKind::slice, Operand::B, db, tail(sa, sb.size()), {}});
+        b_now.dim(db) = sa;
+      }
+    };
     // Contracted letters first: what they leave pending decides which outputs are reachable.
     for (int da = 0; da < ix.ranks[0]; ++da) {
       const char l = ix.letter(Operand::A, da);
       const int db = ix.dim_of(Operand::B, l);
       if (db < 0 || ix.dim_of(Operand::C, l) >= 0) continue;
-      const axis_list &sa = a.dim(da), &sb = b.dim(db);
+      slice_to_match(da, db);
+      const axis_list &sa = a_now.dim(da), &sb = b_now.dim(db);
       if (sa == sb) {
         pending = concat(pending, sa);
       } else {
@@ -207,11 +228,14 @@ constexpr contraction_plan_data plan_contraction(const contraction_indices& ix, 
       const int da = ix.dim_of(Operand::A, l), db = ix.dim_of(Operand::B, l);
       const axis_list& want = c.dim(dc);
       if (da >= 0 && db >= 0) {
-        const axis_list meet = common_prefix(a.dim(da), b.dim(db));
-        if (a.dim(da).size() > meet.size())
-          gathers_a.push_back({StepKind::all_gather, Operand::A, da, tail(a.dim(da), meet.size()), {}});
-        if (b.dim(db).size() > meet.size())
-          gathers_b.push_back({StepKind::all_gather, Operand::B, db, tail(b.dim(db), meet.size()), {}});
+        // Sliced only when C keeps that split: else gathering C afterwards would undo the slice.
+        const axis_list& longer = a_now.dim(da).size() > b_now.dim(db).size() ? a_now.dim(da) : b_now.dim(db);
+        if (natural_only || is_prefix(longer, want)) slice_to_match(da, db);
+        const axis_list meet = common_prefix(a_now.dim(da), b_now.dim(db));
+        if (a_now.dim(da).size() > meet.size())
+          gathers_a.push_back({StepKind::all_gather, Operand::A, da, tail(a_now.dim(da), meet.size()), {}});
+        if (b_now.dim(db).size() > meet.size())
+          gathers_b.push_back({StepKind::all_gather, Operand::B, db, tail(b_now.dim(db), meet.size()), {}});
         natural.dim(dc) = meet;
         continue;
       }
@@ -239,6 +263,7 @@ constexpr contraction_plan_data plan_contraction(const contraction_indices& ix, 
         return plan;
       }
     }
+    for (const Step& s : slices) plan.steps.push_back(s);  // first: they shrink what the gathers move
     for (const Step& s : gathers_a) plan.steps.push_back(s);
     for (const Step& s : gathers_b) plan.steps.push_back(s);
     plan.steps.push_back({StepKind::local_gemm, Operand::C, -1, {}, {}});

@@ -90,6 +90,7 @@ constexpr Traffic step_traffic(const Step& step, const operand_axes& state, cons
     case StepKind::all_reduce:
       return ring_all_reduce_traffic(element_count(local_extents(t, extents, geo), t.rank), group, rank, scalar_bytes);
     case StepKind::local_gemm:
+    case StepKind::slice:  // a local copy: nothing is sent
       return {};
     case StepKind::summa_gemm: {
       // A[m, k] panels travel over `axes` (A's k split), B[k, n] panels over `b_axes` (B's k split).
@@ -124,7 +125,7 @@ constexpr CommCounters schedule_counters(const Schedule& steps, operand_axes sta
       counts.*kind += OpCount{t, 1};
     } else if (step.kind == StepKind::summa_gemm) {
       counts.broadcast.traffic += t;
-    } else if (step.kind != StepKind::local_gemm) {
+    } else if (step.kind != StepKind::local_gemm && step.kind != StepKind::slice) {
       counts.point_to_point.traffic += t;
     }
     apply_step(step, state);
@@ -171,6 +172,7 @@ constexpr std::int64_t schedule_footprint(const Schedule& steps, operand_axes st
     const tensor_axes& c = state[Operand::C];
     switch (step.kind) {
       case StepKind::all_gather:
+      case StepKind::slice:  // a new, gathered or smaller, block
         if (step.operand != Operand::C) total += elements(step.operand, state[step.operand]);
         else if (!writes_output) hold_c(elements(Operand::C, c));
         break;

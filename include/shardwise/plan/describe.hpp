@@ -58,6 +58,8 @@ inline std::string describe_step(const Step& s, const plan_names& names, std::sp
       return collective_text(s.kind, operand, dim, axes);
     case StepKind::local_gemm:
       return "local GEMM";
+    case StepKind::slice:
+      return cat("slice ", operand, " along ", dim, " over ", axes);
     case StepKind::ring_all_gather_gemm:
       return cat("ring AllGather ", operand, " along ", dim, " over ", axes, " overlapped with the local GEMM");
     case StepKind::ring_gemm_reduce_scatter:

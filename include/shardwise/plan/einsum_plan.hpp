@@ -11,7 +11,10 @@
 // natural sharding: each free index keeps its input's split, a batch index the axes both
 // inputs start with, and a contracted index split the same in A and B leaves a pending sum
 // over those axes, reduced (AllReduce) unless C is requested Partial or split over them
-// (ReduceScatter). matmul_plan is this plan for "mk,kn->mn" with matmul's own messages.
+// (ReduceScatter). An input split over fewer axes than the other where both carry a
+// contracted (or batch) index is sliced to match, at no cost, rather than the other gathered;
+// C may have no index ("i,i->"): a 0-D result, replicated once its sum is reduced.
+// matmul_plan is this plan for "mk,kn->mn" with matmul's own messages.
 //
 // Every mistake is one static_assert whose message says what is wrong and how to fix it; the
 // index letter or mesh axis concerned is shown beside it (a note in the template argument of
@@ -192,6 +195,9 @@ constexpr std::int64_t pack_elements(const program& p, const operand_extents& gl
       case StepKind::all_reduce:
         current[index_of(Operand::C)] = l.result_order;
         break;
+      case StepKind::slice:  // a strided copy in any order: no pack
+        current[index_of(s.operand)] = l.result_order;
+        break;
       default:
         note_pack(Operand::A, l.operand_order);
         note_pack(Operand::B, l.b_order);
@@ -215,9 +221,6 @@ constexpr std::int64_t pack_elements(const program& p, const operand_extents& gl
   X(repeated_index,                                                                                                  \
     "shardwise::einsum: an index letter appears twice in one operand (named beside this message); a diagonal or "    \
     "trace is not a contraction: take it from the operand first, or give the two dimensions different letters")      \
-  X(output_without_index,                                                                                            \
-    "shardwise::einsum: the output has no index; a sharded tensor has at least one dimension, so keep one index "    \
-    "(e.g. \"k,k->\" becomes \"bk,bk->b\" with b of extent 1)")                                                      \
   X(output_index_not_in_inputs,                                                                                      \
     "shardwise::einsum: an index of the output appears in neither input (named beside this message); every output "  \
     "index comes from A or B: check the spelling")                                                                   \
@@ -286,7 +289,6 @@ constexpr EinsumError einsum_error_of(EinsumSpecError e) {
     case EinsumSpecError::malformed: return EinsumError::malformed;
     case EinsumSpecError::too_many_indices: return EinsumError::too_many_indices;
     case EinsumSpecError::repeated_index: return EinsumError::repeated_index;
-    case EinsumSpecError::output_without_index: return EinsumError::output_without_index;
     case EinsumSpecError::output_index_not_in_inputs: return EinsumError::output_index_not_in_inputs;
     case EinsumSpecError::index_summed_within_operand: return EinsumError::index_summed_within_operand;
   }

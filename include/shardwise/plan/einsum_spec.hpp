@@ -63,7 +63,6 @@ enum class EinsumSpecError {
   malformed,                    ///< not "<letters>,<letters>-><letters>"
   too_many_indices,             ///< an operand with more than max_tensor_rank letters
   repeated_index,               ///< a letter twice in one operand
-  output_without_index,         ///< C has no letter (a scalar)
   output_index_not_in_inputs,   ///< a letter of C in neither A nor B
   index_summed_within_operand,  ///< a letter in one input only, not in C
 };
@@ -123,7 +122,6 @@ constexpr einsum_spec parse_einsum_spec(std::string_view spec) {
     result.indices.ranks[op] = n;
   }
   const contraction_indices& ix = result.indices;
-  if (ix.ranks[2] == 0) return fail(EinsumSpecError::output_without_index, diagnostic_note("C has no index"));
   for (int d = 0; d < ix.ranks[2]; ++d) {
     const char l = ix.letter(Operand::C, d);
     if (ix.dim_of(Operand::A, l) < 0 && ix.dim_of(Operand::B, l) < 0)

@@ -9,6 +9,7 @@
 //   - a contraction needs each operand's batch, row and column dimensions each contiguous, in
 //     the same order in A, B and C, and the innermost dimension a row or column one; an
 //     operand that is not packs first, into [batch, rows, columns];
+//   - a slice copies its part of a block in whatever order the block is in;
 //   - the contraction writes C in the order the next collective wants (or the result's),
 //     and the step that finishes C writes straight into the result when the orders agree.
 // For matrices every order is a GEMM order, so a matmul packs only an operand about to be
@@ -141,7 +142,7 @@ constexpr program lower(const Schedule& steps, const operand_axes& start, const 
   // The step that finishes C: the last one that rewrites C, when only in-place AllReduces follow.
   for (std::size_t i = 0; i < n; ++i) {
     const Step& s = steps[i];
-    bool last = s.kind != StepKind::all_gather || s.operand == Operand::C;
+    bool last = (s.kind != StepKind::all_gather && s.kind != StepKind::slice) || s.operand == Operand::C;
     for (std::size_t j = i + 1; j < n; ++j)
       if (steps[j].kind != StepKind::all_reduce) last = false;
     p.lowered[i].writes_output = last && (s.kind != StepKind::all_reduce || i == 0 || !p.lowered[i - 1].writes_output);
@@ -150,7 +151,7 @@ constexpr program lower(const Schedule& steps, const operand_axes& start, const 
   auto wanted_after = [&](std::size_t i) {
     for (std::size_t j = i + 1; j < n; ++j) {
       const Step& s = steps[j];
-      if (s.kind == StepKind::all_reduce) continue;
+      if (s.kind == StepKind::all_reduce || s.kind == StepKind::slice) continue;  // keep the order they are given
       if ((s.kind == StepKind::all_gather && s.operand == Operand::C) || s.kind == StepKind::reduce_scatter)
         return dim_order::row_major(indices.ranks[2]).with_outer(s.dim);
       break;
@@ -169,6 +170,11 @@ constexpr program lower(const Schedule& steps, const operand_axes& start, const 
       case StepKind::reduce_scatter:
         l.operand_order = for_collective(current[op], s.dim);
         l.result_order = s.operand == Operand::C && l.writes_output ? output : l.operand_order;
+        current[op] = l.result_order;
+        break;
+      case StepKind::slice:  // reads any order; keeps it, unless it writes the result
+        l.operand_order = current[op];
+        l.result_order = s.operand == Operand::C && l.writes_output ? output : current[op];
         current[op] = l.result_order;
         break;
       case StepKind::all_reduce:

@@ -1,7 +1,8 @@
 // shardwise/plan/reshard.hpp: from one sharding of a tensor to another, without a reshuffle.
 //
-// Each dimension may keep its axes, drop minor ones (AllGather), or gain pending axes as
-// minor ones (ReduceScatter); pending axes neither kept nor scattered are AllReduced.
+// Each dimension may keep its axes, drop minor ones (AllGather), or gain minor axes: axes the
+// tensor does not use yet (a slice: each rank keeps its part of its block, no communication),
+// then pending ones (ReduceScatter); pending axes neither kept nor scattered are AllReduced.
 // Anything else would move blocks between ranks that do not already share them (an
 // all-to-all), which shardwise never does silently: it is a compile error. The same rule
 // finishes every contraction (contraction.hpp). Pure compile-time.
@@ -41,11 +42,12 @@ struct plan_error {
 };
 
 struct reshard_result {
-  static_vector<Step, 2 * max_tensor_rank + 1> steps;
+  static_vector<Step, 3 * max_tensor_rank + 1> steps;
   plan_error error;
 };
 
-/// The steps that take C from `have` to `want` (see the top of this file): ReduceScatters in
+/// The steps that take C from `have` to `want` (see the top of this file): slices first (they
+/// shrink what the collectives move and need no axis a collective frees), ReduceScatters in
 /// dimension order, then one AllReduce, then AllGathers from the last dimension to the first
 /// (for a column-major matrix the column gather then moves contiguous blocks).
 constexpr reshard_result reshard_steps(const tensor_axes& have, const tensor_axes& want) {
@@ -55,20 +57,32 @@ constexpr reshard_result reshard_steps(const tensor_axes& have, const tensor_axe
     return result;
   }
   const axis_list reduce = without(have.partial, want.partial);
-  std::array<axis_list, max_tensor_rank> gather{}, scatter{};
+  const axis_list used = have.used();
+  std::array<axis_list, max_tensor_rank> gather{}, slice{}, scatter{};
   axis_list scattered;
   for (int d = 0; d < have.rank; ++d) {
     const auto i = static_cast<std::size_t>(d);
     if (is_prefix(want.dim(d), have.dim(d))) {
       gather[i] = tail(have.dim(d), want.dim(d).size());
-    } else if (is_prefix(have.dim(d), want.dim(d)) && is_subset(tail(want.dim(d), have.dim(d).size()), reduce)) {
-      scatter[i] = tail(want.dim(d), have.dim(d).size());
-      scattered = concat(scattered, scatter[i]);
-    } else {
+      continue;
+    }
+    // More axes: the new ones are axes nothing uses yet (a slice: each rank keeps its part),
+    // then pending ones (a ReduceScatter), in that order. An axis that splits another dimension
+    // now would have to travel there: a reshuffle, never done silently.
+    const axis_list extra = tail(want.dim(d), have.dim(d).size());
+    std::size_t sliced = 0;
+    while (sliced < extra.size() && !contains(reduce, extra[sliced]) && !contains(used, extra[sliced])) ++sliced;
+    slice[i] = without_tail(extra, extra.size() - sliced);
+    scatter[i] = tail(extra, sliced);
+    if (!is_prefix(have.dim(d), want.dim(d)) || !is_subset(scatter[i], reduce)) {
       result.error = {PlanError::output_dim_unreachable, d};
       return result;
     }
+    scattered = concat(scattered, scatter[i]);
   }
+  for (int d = 0; d < have.rank; ++d)
+    if (!slice[static_cast<std::size_t>(d)].empty())
+      result.steps.push_back({StepKind::slice, Operand::C, d, slice[static_cast<std::size_t>(d)], {}});
   for (int d = 0; d < have.rank; ++d)
     if (!scatter[static_cast<std::size_t>(d)].empty())
       result.steps.push_back({StepKind::reduce_scatter, Operand::C, d, scatter[static_cast<std::size_t>(d)], {}});
@@ -92,7 +106,8 @@ constexpr plan_names reshard_names(int rank) {
 }  // namespace detail
 
 /// Changing a tensor's sharding without a contraction: reduce a Partial (AllReduce),
-/// ReduceScatter it into a dimension, or gather minor axes (see the top of this file).
+/// ReduceScatter it into a dimension, gather minor axes, or slice a dimension over axes the
+/// tensor does not use yet (see the top of this file).
 /// Anything else does not compile.
 template <MeshType M, TensorShardingType From, TensorShardingType To>
 struct reshard_plan {
@@ -115,7 +130,8 @@ struct reshard_plan {
                 "shardwise::reshard: the target is Partial over an axis the source has no pending sum over");
   static_assert(data.error.code != detail::PlanError::output_dim_unreachable,
                 "shardwise::reshard: the target sharding cannot be reached: each dimension may keep its axes, "
-                "drop minor ones (AllGather), or add pending Partial axes as minor ones (ReduceScatter)");
+                "drop minor ones (AllGather), or add minor ones: axes the tensor does not use yet (a slice, no "
+                "communication), then pending Partial axes (ReduceScatter)");
 
  public:
   /// The steps, all on C (the tensor being resharded).

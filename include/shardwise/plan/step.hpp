@@ -3,14 +3,16 @@
 // A schedule is a short constexpr list of steps over the operands of one operation: A and B
 // (the inputs of a contraction) and C (its result, or the one tensor of a reshard). A step
 // is a collective along one dimension of an operand over mesh axes (AllGather, ReduceScatter,
-// AllReduce), the local contraction (a batched GEMM), or the local contraction fused with
-// the one collective next to it (ring and SUMMA variants). The planners (contraction.hpp,
+// AllReduce), a slice (each rank keeps its part of a dimension along axes that did not split
+// it: a local copy, no communication), the local contraction (a batched GEMM), or the local
+// contraction fused with the one collective next to it (ring and SUMMA variants). The planners (contraction.hpp,
 // reshard.hpp) write schedules; the cost model (cost.hpp), describe() (describe.hpp) and the
 // executor (kernels/executor.hpp) read them, so they cannot disagree.
 //
 // Each step changes the sharding of its operand in a fixed way (apply_step): a gather drops
-// the minor axes it names from the dimension, a ReduceScatter appends them and takes them
-// out of the pending sum, an AllReduce takes them out of the pending sum. Pure compile-time.
+// the minor axes it names from the dimension, a slice appends them, a ReduceScatter appends
+// them and takes them out of the pending sum, an AllReduce takes them out of the pending sum.
+// Pure compile-time.
 #pragma once
 
 #include <array>
@@ -32,6 +34,8 @@ enum class StepKind : unsigned char {
   ring_gemm_reduce_scatter,  ///< GEMM chunk by chunk while a ring ReduceScatters C along `dim` over `axes`
   summa_gemm,                ///< broadcast A panels over `axes`, B panels over `b_axes`, a GEMM per panel
                              ///< (2.5D: each layer over `layers` takes its own share of the panels)
+  slice,                     ///< keep this rank's part of `operand` along `dim` over `axes` (appended as
+                             ///< minor axes; none of them may split the operand yet): local, 0 bytes
 };
 
 /// The operands of one operation: the inputs A and B of a contraction and its result C (C is
@@ -92,6 +96,9 @@ constexpr bool contracts(StepKind kind) {
     case StepKind::ring_gemm_reduce_scatter:
       t.dim(step.dim) = concat(t.dim(step.dim), step.axes);
       t.partial = without(t.partial, step.axes);
+      break;
+    case StepKind::slice:
+      t.dim(step.dim) = concat(t.dim(step.dim), step.axes);
       break;
     case StepKind::all_reduce:
       t.partial = without(t.partial, step.axes);

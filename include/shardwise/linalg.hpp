@@ -1,0 +1,131 @@
+// shardwise/linalg.hpp: the vector operations of a numerical code, on sharded tensors.
+//
+//   const double rr = sw::dot(r, r);      // einsum "i,i->": a local dot, an AllReduce of one scalar
+//   auto q = sw::matvec(A, p);            // einsum "ij,j->i", planned like any contraction
+//   sw::axpy(alpha, p, x);                // x += alpha p, each rank on its own block
+//   sw::scale(beta, p);                   // p *= beta
+//   const double n = sw::norm(r);         // the 2-norm, scaled against overflow
+//
+// Vectors are rank-1 ShardedTensors. What contracts goes through the one planner as an einsum
+// spec, so every byte it moves is a named step of its plan (dot_plan, matvec_plan give the
+// cost model); what is element-wise works on the local blocks and sends nothing, which is why
+// it needs both operands sharded alike (a compile error names the reshard that fixes it).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <complex>
+#include <cstdint>
+#include <type_traits>
+
+#include "shardwise/comm/types.hpp"
+#include "shardwise/einsum.hpp"
+#include "shardwise/plan/einsum_plan.hpp"
+#include "shardwise/sharded_tensor.hpp"
+#include "shardwise/sharding.hpp"
+
+namespace shardwise {
+
+/// The plan of dot(x, y) for vectors sharded as ShX and ShY: "i,i->", the scalar replicated.
+template <MeshType M, typename ShX, typename ShY>
+using dot_plan = einsum_plan<"i,i->", M, ShX, ShY, TensorSharding<>>;
+
+/// The plan of matvec(A, x): "ij,j->i", the natural output.
+template <MeshType M, typename ShA, typename ShX>
+using matvec_plan = einsum_plan<"ij,j->i", M, ShA, ShX>;
+
+namespace detail {
+
+template <typename Sh>
+inline constexpr bool is_vector_sharding_v = is_tensor_sharding_v<Sh> && Sh::rank == 1;
+
+/// Throws the same error on every rank when two vectors have different lengths (local check:
+/// every rank holds the same extents, agreed when the vectors were made).
+template <typename X, typename Y>
+void check_same_length(const char* operation, const X& x, const Y& y) {
+  x.check_valid(operation, "x");
+  y.check_valid(operation, "y");
+  if (x.extent(0) != y.extent(0))
+    fail({operation, ": x has ", x.extent(0), " elements but y has ", y.extent(0)});
+}
+
+}  // namespace detail
+
+/// x^H y (for real scalars x^T y; complex x is conjugated, as BLAS dotc): the same scalar on
+/// every rank. Collective: dot_plan's schedule (a local dot, then an AllReduce of one scalar over
+/// the axes that split the vectors; a vector that is replicated where the other is split is
+/// sliced, not gathered).
+template <typename Scalar, MeshType M, typename ShX, typename ShY>
+Scalar dot(const ShardedTensor<Scalar, M, ShX>& x, const ShardedTensor<Scalar, M, ShY>& y) {
+  static_assert(detail::is_vector_sharding_v<ShX> && detail::is_vector_sharding_v<ShY>,
+                "shardwise::dot: x and y must be vectors (ShardedTensor with a TensorSharding of one dimension); "
+                "for matrices use sw::einsum<\"ij,ij->\">");
+  detail::check_same_length("shardwise::dot", x, y);
+  if constexpr (detail::is_complex_v<Scalar>) {
+    ShardedTensor<Scalar, M, ShX> conjugated(x.groups(), x.extents(), detail::uninitialized);
+    const Scalar* from = x.local().data();
+    Scalar* to = conjugated.local().data();
+    for (Eigen::Index i = 0; i < x.local().size(); ++i) to[i] = std::conj(from[i]);
+    return einsum<"i,i->", TensorSharding<>>(conjugated, y).local()();
+  } else {
+    return einsum<"i,i->", TensorSharding<>>(x, y).local()();
+  }
+}
+
+/// y = A x for a matrix A (a rank-2 ShardedTensor) and a vector x: einsum<"ij,j->i">, whose plan
+/// (matvec_plan) decides what moves; the result's sharding is the natural one.
+template <typename Scalar, MeshType M, typename ShA, typename ShX>
+auto matvec(const ShardedTensor<Scalar, M, ShA>& a, const ShardedTensor<Scalar, M, ShX>& x) {
+  static_assert(detail::is_tensor_sharding_v<ShA> && ShA::rank == 2,
+                "shardwise::matvec: A must be a matrix (ShardedTensor with a TensorSharding of two dimensions)");
+  static_assert(detail::is_vector_sharding_v<ShX>,
+                "shardwise::matvec: x must be a vector (ShardedTensor with a TensorSharding of one dimension)");
+  return einsum<"ij,j->i">(a, x);
+}
+
+/// y += alpha x, each rank on its own block: no communication, so x and y must be sharded
+/// alike (checked at compile time).
+template <typename Scalar, MeshType M, typename ShX, typename ShY>
+void axpy(std::type_identity_t<Scalar> alpha, const ShardedTensor<Scalar, M, ShX>& x, ShardedTensor<Scalar, M, ShY>& y) {
+  static_assert(std::is_same_v<ShX, ShY>,
+                "shardwise::axpy: x and y must have the same sharding, since each rank adds its own block; "
+                "reshard one first, e.g. sw::axpy(alpha, sw::reshard<decltype(y)::sharding>(x), y)");
+  static_assert(detail::is_vector_sharding_v<ShX>, "shardwise::axpy: x and y must be vectors (rank-1 ShardedTensor)");
+  detail::check_same_length("shardwise::axpy", x, y);
+  const Scalar* from = x.local().data();
+  Scalar* to = y.local().data();
+  for (Eigen::Index i = 0; i < y.local().size(); ++i) to[i] += alpha * from[i];
+}
+
+/// x *= alpha, each rank on its own block (no communication).
+template <typename Scalar, MeshType M, typename Sh>
+void scale(std::type_identity_t<Scalar> alpha, ShardedTensor<Scalar, M, Sh>& x) {
+  x.check_valid("shardwise::scale", "x");
+  Scalar* data = x.local().data();
+  for (Eigen::Index i = 0; i < x.local().size(); ++i) data[i] *= alpha;
+}
+
+/// The 2-norm of a vector, the same on every rank. Scaled against overflow and underflow: each
+/// rank's block is divided by the largest magnitude over the vector before it is squared, as
+/// LAPACK's nrm2 does. Collective: an AllReduce (max) of one real over the axes that split x,
+/// then dot_plan's schedule on the scaled vector.
+template <typename Scalar, MeshType M, typename Sh>
+auto norm(const ShardedTensor<Scalar, M, Sh>& x) {
+  static_assert(detail::is_vector_sharding_v<Sh>, "shardwise::norm: x must be a vector (rank-1 ShardedTensor)");
+  static_assert(!Sh::is_partial, "shardwise::norm: x is Partial (a pending sum); call reduce() on it first");
+  using Real = decltype(std::abs(Scalar{}));
+  x.check_valid("shardwise::norm", "x");
+  const Scalar* data = x.local().data();
+  const auto n = x.local().size();
+  Real largest = 0;
+  for (Eigen::Index i = 0; i < n; ++i) largest = std::max(largest, static_cast<Real>(std::abs(data[i])));
+  const detail::axis_list split = ShardedTensor<Scalar, M, Sh>::axes.dim(0);
+  if (!split.empty()) x.groups().state("shardwise::norm").group_along(split).all_reduce(std::span<Real>(&largest, 1), ReduceOp::max);
+  if (largest == Real(0) || !std::isfinite(largest)) return largest;
+  ShardedTensor<Scalar, M, Sh> scaled(x.groups(), x.extents(), detail::uninitialized);
+  Scalar* to = scaled.local().data();
+  for (Eigen::Index i = 0; i < n; ++i) to[i] = data[i] / largest;
+  return largest * std::sqrt(std::abs(dot(scaled, scaled)));
+}
+
+}  // namespace shardwise
