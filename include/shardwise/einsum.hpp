@@ -77,8 +77,18 @@ auto einsum(const ShardedTensor<Scalar, M, ShA>& a, const ShardedTensor<Scalar, 
   typename Result::extents_type c_extents{};
   for (std::size_t d = 0; d < Result::rank; ++d) c_extents[d] = extents[Plan::indices.letter(Operand::C, static_cast<int>(d))];
   Result c(a.groups(), c_extents, detail::uninitialized);
+  const detail::operation_io<Scalar> io{a.local().data(), b.local().data(), nullptr, c.local().data()};
+  // A plan that slices an input has a gathering alternative: the one that sends fewer bytes
+  // for these extents runs (the same choice on every rank: the extents were agreed first).
+  if constexpr (Plan::has_alternative) {
+    if (Plan::uses_alternative(a.groups().mesh(), extents, static_cast<std::int64_t>(sizeof(Scalar)))) {
+      detail::execute<Plan::alternative_program, Scalar>(a.groups().state("einsum"),
+                                                         detail::operand_extents_of(Plan::indices, extents), io);
+      return c;
+    }
+  }
   detail::execute<Plan::program, Scalar>(a.groups().state("einsum"), detail::operand_extents_of(Plan::indices, extents),
-                                         {a.local().data(), b.local().data(), nullptr, c.local().data()});
+                                         io);
   return c;
 }
 

@@ -35,6 +35,11 @@ template <typename Plan, int OA, int OB, int OC>
 inline constexpr program matmul_program = lower(Plan::schedule, Plan::initial_state(), matmul_indices,
                                                 Plan::summa_panel_width, matrix_order(OA), matrix_order(OB), {},
                                                 matrix_order(OC));
+/// Its alternative schedule (matmul_plan::has_alternative) lowered the same way.
+template <typename Plan, int OA, int OB, int OC>
+inline constexpr program matmul_alternative_program =
+    lower(Plan::alternative_schedule, Plan::alternative_state(), matmul_indices, Plan::summa_panel_width,
+          matrix_order(OA), matrix_order(OB), {}, matrix_order(OC));
 
 /// What the checks of a matmul need of an operand, whatever its type.
 struct matmul_operand {
@@ -89,8 +94,16 @@ void check_operands(const char* operation, const A& a, const B& b, const C* c) {
 template <typename Plan, typename Scalar, MeshType M, typename ShA, int OA, typename ShB, int OB, typename ShC, int OC>
 void run_matmul(ShardedMatrix<Scalar, M, ShC, OC>& c, const ShardedMatrix<Scalar, M, ShA, OA>& a,
                 const ShardedMatrix<Scalar, M, ShB, OB>& b) {
-  execute<matmul_program<Plan, OA, OB, OC>, Scalar>(a.groups().state("matmul"),
-                  matmul_extents({a.rows(), a.cols(), b.cols()}), {a.local().data(), b.local().data(), nullptr, c.local().data()});
+  const MatmulShape shape{a.rows(), a.cols(), b.cols()};
+  const operation_io<Scalar> io{a.local().data(), b.local().data(), nullptr, c.local().data()};
+  // A plan that slices an input has a gathering alternative: the one that sends fewer bytes
+  // for these shapes runs (the same choice on every rank: the shapes were agreed first).
+  if constexpr (Plan::has_alternative) {
+    if (Plan::uses_alternative(a.groups().mesh(), shape, static_cast<std::int64_t>(sizeof(Scalar))))
+      return execute<matmul_alternative_program<Plan, OA, OB, OC>, Scalar>(a.groups().state("matmul"),
+                                                                          matmul_extents(shape), io);
+  }
+  execute<matmul_program<Plan, OA, OB, OC>, Scalar>(a.groups().state("matmul"), matmul_extents(shape), io);
 }
 
 }  // namespace detail
