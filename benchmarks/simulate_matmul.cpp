@@ -202,7 +202,7 @@ bool run_plan(const std::string& name, const sw::MatmulChoice& choice, const blo
   const auto row_major = sw::detail::dim_order::row_major(2);
   const sw::detail::program program = sw::detail::lower(plan.steps, plan.start, sw::detail::matmul_indices,
                                                         choice.panel_width, row_major, row_major, {}, row_major);
-  const sw::detail::operand_extents global = sw::detail::matmul_extents({o.n, o.n, o.n});
+  const sw::detail::operand_extents global = sw::detail::matmul_extents({.m = o.n, .k = o.n, .n = o.n});
   const Placement pa = placement_of(plan.start[sw::Operand::A], o.n, geo);
   const Placement pb = placement_of(plan.start[sw::Operand::B], o.n, geo);
   const Placement pc = placement_of(choice.c, o.n, geo);
@@ -277,7 +277,7 @@ int main(int argc, char** argv) {
                 "|---:|---:|---|---|---|---:|---:|---:|---:|---:|---|---|\n");
     std::fflush(stdout);
   }
-  const sw::MatmulProblem problem{{o.n, o.n, o.n}, sizeof(double), budget};
+  const sw::MatmulProblem problem{{.m = o.n, .k = o.n, .n = o.n}, sizeof(double), budget};
   bool all_right = true;
   for (const std::string& name : o.plans) {
     if (name != "best" && name != "summa" && name != "25d") {

@@ -204,3 +204,108 @@ TEST(EinsumVirtual, RunTimeErrors) {
             "shardwise::einsum: index k has extent 7 in A [4, 7] but 6 in B [6, 3] | shardwise::einsum: B was moved "
             "from (it holds no block and no groups); use the tensor it was moved into");
 }
+
+// ---- a sliced input or a gathered one, chosen per call from the extents -------------------------
+
+namespace {
+
+/// One einsum of operands sharded ShA and ShB on a virtual line: every rank's bytes counted and
+/// modeled, and whether its result equals the product of the replicated operands.
+struct ChosenEinsum {
+  std::vector<sw::Traffic> counted, modeled;
+  std::vector<std::string> failures;
+};
+template <sw::fixed_string Spec, typename ShA, typename ShB, typename TA, typename TB>
+ChosenEinsum run_chosen_einsum(const EinsumLine& line, const TA& a_global, const TB& b_global,
+                               const sw::IndexExtents& extents) {
+  using Plan = sw::einsum_plan<Spec, EinsumLine, ShA, ShB>;
+  const auto n = static_cast<std::size_t>(line.size());
+  ChosenEinsum run{std::vector<sw::Traffic>(n), std::vector<sw::Traffic>(n), std::vector<std::string>(n)};
+  LocalChecks quiet;  // the extents' agreement off, so that the counts are the schedule's alone
+  sw::run_virtual_cluster(line.size(), [&](sw::VirtualCommunicator& comm) {
+    const auto r = static_cast<std::size_t>(comm.rank());
+    auto counters = std::make_shared<sw::CommCounters>();
+    sw::ProcessGroupMesh<EinsumLine> groups(sw::CountingCommunicator<sw::VirtualCommunicator>(std::move(comm), counters),
+                                            line);
+    const auto a = sw::ShardedTensor<double, EinsumLine, ShA>::distribute(groups, a_global);
+    const auto b = sw::ShardedTensor<double, EinsumLine, ShB>::distribute(groups, b_global);
+    const sw::Traffic before = counters->total();
+    const auto c = sw::einsum<Spec>(a, b);
+    run.counted[r] = counters->total() - before;
+    run.modeled[r] = Plan::traffic(line, groups.coordinate(), extents, sizeof(double));
+    using RA = sw::replicated_sharding_t<ShA::rank>;
+    using RB = sw::replicated_sharding_t<ShB::rank>;
+    const auto want = sw::einsum<Spec>(sw::ShardedTensor<double, EinsumLine, RA>::distribute(groups, a_global),
+                                       sw::ShardedTensor<double, EinsumLine, RB>::distribute(groups, b_global))
+                          .to_global();
+    const auto got = c.to_global();
+    double worst = got.size() == want.size() ? 0 : 1e300;
+    for (Eigen::Index i = 0; i < got.size() && i < want.size(); ++i)
+      worst = std::max(worst, std::abs(got.data()[i] - want.data()[i]));
+    if (worst > 1e-12) run.failures[r] = "the result differs from the replicated product";
+  });
+  return run;
+}
+
+void expect_chosen(const ChosenEinsum& run, std::int64_t bytes_per_rank) {
+  for (std::size_t r = 0; r < run.counted.size(); ++r) {
+    EXPECT_EQ(run.failures[r], "") << "rank " << r;
+    EXPECT_EQ(run.counted[r], run.modeled[r]) << "rank " << r << ": counted " << run.counted[r].bytes
+                                              << " B, modeled " << run.modeled[r].bytes << " B";
+    if (bytes_per_rank >= 0) {
+      EXPECT_EQ(run.counted[r].bytes, bytes_per_rank) << "rank " << r;
+    }
+  }
+}
+
+using KSplit = TS<R, S<"x">>;
+using Square = sw::einsum_plan<"ik,kj->ij", EinsumLine, KSplit, TS<R, R>>;
+using Matvec = sw::einsum_plan<"ij,j->i", EinsumLine, KSplit, TS<R>>;
+using BatchSplit = sw::einsum_plan<"bij,bj->bi", EinsumLine, TS<S<"x">, R, R>, TS<R, R>>;
+static_assert(Square::has_alternative && Matvec::has_alternative && BatchSplit::has_alternative);
+static_assert(Matvec::alternative_schedule[0] == sw::Step{sw::StepKind::all_gather, sw::Operand::A, 1, {0}, {}});
+// The batch index: gathering A instead of slicing B leaves C replicated; the alternative then
+// slices C to the output the type promises.
+static_assert(BatchSplit::alternative_schedule[0].kind == sw::StepKind::all_gather &&
+              BatchSplit::alternative_schedule[BatchSplit::alternative_schedule.size() - 1] ==
+                  sw::Step{sw::StepKind::slice, sw::Operand::C, 0, {0}, {}});
+
+}  // namespace
+
+TEST(EinsumVirtual, SliceOrGatherChosenFromTheExtents) {
+  EXPECT_EQ(Matvec::describe_choice(),
+            "UnmatchedInner: slice B along j over x -> local GEMM -> AllReduce C over x => C[-]; or, when its busiest "
+            "rank sends no more bytes for the extents, AllGather A along j over x -> local GEMM");
+  for (int ranks : {2, 3, 4}) {
+    SCOPED_TRACE(std::to_string(ranks) + " ranks");
+    const EinsumLine line{ranks};
+    // Square matrices: the gather of A, (P - 1)/P n^2 words.
+    const sw::IndexExtents square{{'i', 12}, {'k', 12}, {'j', 12}};
+    EXPECT_TRUE(Square::uses_alternative(line, square, 8));
+    expect_chosen(run_chosen_einsum<"ik,kj->ij", KSplit, TS<R, R>>(line, global_tensor<2>({12, 12}, 1),
+                                                                 global_tensor<2>({12, 12}, 2), square),
+                  (ranks - 1) * (12 * 12 / ranks) * 8);
+    // A matrix times a vector: the slice, an AllReduce of 12 words.
+    const sw::IndexExtents matvec{{'i', 12}, {'j', 12}};
+    EXPECT_FALSE(Matvec::uses_alternative(line, matvec, 8));
+    expect_chosen(run_chosen_einsum<"ij,j->i", KSplit, TS<R>>(line, global_tensor<2>({12, 12}, 3),
+                                                            global_tensor<1>({12}, 4), matvec),
+                  2 * (ranks - 1) * (12 / ranks) * 8);
+    // A batch index split in A only: slicing B sends nothing.
+    const sw::IndexExtents batch{{'b', 7}, {'i', 5}, {'j', 3}};
+    EXPECT_FALSE(BatchSplit::uses_alternative(line, batch, 8));
+    EXPECT_EQ(BatchSplit::max_traffic(line, batch, 8).bytes, 0);
+    expect_chosen(run_chosen_einsum<"bij,bj->bi", TS<S<"x">, R, R>, TS<R, R>>(
+                      line, global_tensor<3>({7, 5, 3}, 5), global_tensor<2>({7, 3}, 6), batch),
+                  0);
+    // Uneven extents, either branch: counted == modeled.
+    expect_chosen(run_chosen_einsum<"ik,kj->ij", KSplit, TS<R, R>>(line, global_tensor<2>({13, 11}, 7),
+                                                                 global_tensor<2>({11, 2}, 8),
+                                                                 {{'i', 13}, {'k', 11}, {'j', 2}}),
+                  -1);
+    expect_chosen(run_chosen_einsum<"ik,kj->ij", KSplit, TS<R, R>>(line, global_tensor<2>({5, 11}, 9),
+                                                                 global_tensor<2>({11, 13}, 10),
+                                                                 {{'i', 5}, {'k', 11}, {'j', 13}}),
+                  -1);
+  }
+}

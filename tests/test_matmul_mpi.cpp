@@ -86,6 +86,20 @@ TEST(MatmulMpi, RandomizedSample) {
 
 // ---- bad input: a clear exception on every rank, never a hang --------------------------
 
+TEST(MatmulMpi, SliceOrGatherChosenFromTheExtents) {
+  // A[-, x] * B[-, -]: square shapes run the gather of A, a matrix times a vector the slice of
+  // B; every rank counts the bytes of the schedule the model chose.
+  using Plan = sw::matmul_plan<Line, TS<R, S<"x">>, Rep>;
+  const Line line{world_size()};
+  if (world_size() > 1) {
+    EXPECT_TRUE(Plan::uses_alternative(line, {.m = 12, .k = 12, .n = 12}, 8));
+    EXPECT_FALSE(Plan::uses_alternative(line, {.m = 12, .k = 12, .n = 1}, 8));
+  }
+  std::vector<PlanCase<Line>> cases;
+  add_case<Line, double, TS<R, S<"x">>, Rep>(cases);
+  run_all(cases, line, {{.m = 12, .k = 12, .n = 12}, {.m = 12, .k = 12, .n = 1}, {.m = 13, .k = 13, .n = 13}, {.m = 13, .k = 13, .n = 1}});
+}
+
 TEST(MatmulMpi, InnerDimensionsThatDisagreeThrowOnEveryRank) {
   sw::ProcessGroupMesh<Line> groups(MPI_COMM_WORLD, Line{world_size()});
   const auto a = sw::ShardedMatrix<double, Line, TS<S<"x">, R>>::distribute(groups, random_matrix<double>(8, 5, 1));

@@ -351,3 +351,124 @@ TEST(MatmulVirtual, PlannedShardingsRunAndBudgetsCheckTheShape) {
   EXPECT_TRUE(choice.found);
   EXPECT_LE(choice.footprint_bytes, 4096);
 }
+
+// ---- a sliced input or a gathered one, chosen per call from the extents -------------------------
+
+namespace {
+
+/// Every rank's bytes counted and modeled, and the largest error of C, for one matmul of
+/// operands sharded ShA and ShB and shaped `s`, on a virtual cluster over `mesh`.
+struct ChosenRun {
+  std::vector<sw::Traffic> counted, modeled;
+  double error = 0;
+};
+template <typename ShA, typename ShB, typename M>
+ChosenRun run_chosen(const M& mesh, sw::MatmulShape s) {
+  const Eigen::MatrixXd a = random_matrix<double>(s.m, s.k, 7), b = random_matrix<double>(s.k, s.n, 8);
+  const Eigen::MatrixXd want = a * b;
+  ChosenRun run;
+  run.counted.resize(static_cast<std::size_t>(mesh.size()));
+  run.modeled.resize(static_cast<std::size_t>(mesh.size()));
+  std::vector<double> errors(static_cast<std::size_t>(mesh.size()));
+  LocalChecks quiet;
+  sw::run_virtual_cluster(mesh.size(), [&](sw::VirtualCommunicator& comm) {
+    const auto r = static_cast<std::size_t>(comm.rank());
+    auto counters = std::make_shared<sw::CommCounters>();
+    sw::ProcessGroupMesh<M> groups(sw::CountingCommunicator<sw::VirtualCommunicator>(std::move(comm), counters), mesh);
+    const auto sa = sw::ShardedMatrix<double, M, ShA>::distribute(groups, a);
+    const auto sb = sw::ShardedMatrix<double, M, ShB>::distribute(groups, b);
+    const sw::Traffic before = counters->total();
+    const auto c = sw::matmul(sa, sb);
+    run.counted[r] = counters->total() - before;
+    run.modeled[r] = sw::matmul_plan<M, ShA, ShB>::traffic(mesh, groups.coordinate(), s, sizeof(double));
+    errors[r] = relative_error(c.to_global(), want);
+  });
+  for (double e : errors) run.error = std::max(run.error, e);
+  return run;
+}
+
+void expect_counted_equals_modeled(const ChosenRun& run) {
+  EXPECT_LE(run.error, 1e-12);
+  for (std::size_t r = 0; r < run.counted.size(); ++r)
+    EXPECT_EQ(run.counted[r], run.modeled[r]) << "rank " << r << ": counted " << run.counted[r].bytes << " B / "
+                                              << run.counted[r].messages << " messages, modeled "
+                                              << run.modeled[r].bytes << " B / " << run.modeled[r].messages;
+}
+
+using ColumnSplit = TS<R, S<"x">>;
+using SliceOrGather = sw::matmul_plan<Line, ColumnSplit, Rep>;
+// A[-, x] * B[-, -]: slice B along k (0 bytes) -> local GEMM -> AllReduce C, or AllGather A
+// along k -> local GEMM (the plan before slices existed). Both are kept; the extents choose.
+static_assert(SliceOrGather::has_alternative);
+static_assert(SliceOrGather::schedule.size() == 3 &&
+              SliceOrGather::schedule[0] == sw::Step{sw::StepKind::slice, sw::Operand::B, 0, {0}, {}} &&
+              SliceOrGather::schedule[2].kind == sw::StepKind::all_reduce);
+static_assert(SliceOrGather::alternative_schedule.size() == 2 &&
+              SliceOrGather::alternative_schedule[0] == sw::Step{sw::StepKind::all_gather, sw::Operand::A, 1, {0}, {}} &&
+              SliceOrGather::alternative_schedule[1].kind == sw::StepKind::local_gemm);
+// Both end at the same output; a plan that slices nothing has no alternative.
+static_assert(std::is_same_v<SliceOrGather::output_sharding, Rep>);
+static_assert(!sw::matmul_plan<Line, ColumnSplit, TS<S<"x">, R>>::has_alternative);
+static_assert(!sw::matmul_plan<Line, ColumnSplit, Rep, sw::NaturalOutput, sw::variant::Ring>::has_alternative);
+// The choice is constexpr: square on 4 ranks gathers, a matrix times a vector slices.
+static_assert(SliceOrGather::uses_alternative(Line{4}, {.m = 12, .k = 12, .n = 12}, 8));
+static_assert(!SliceOrGather::uses_alternative(Line{4}, {.m = 12, .k = 12, .n = 1}, 8));
+
+// The 2 x 2 power iteration: matmul(A[x, y], v[-, -]).
+using Square2 = sw::Mesh<sw::Axis<"x", 2>, sw::Axis<"y", 2>>;
+using PowerProduct = sw::matmul_plan<Square2, TS<S<"x">, S<"y">>, Rep>;
+static_assert(PowerProduct::has_alternative);
+
+}  // namespace
+
+TEST(MatmulVirtual, SliceOrGatherChosenFromTheExtents) {
+  EXPECT_EQ(SliceOrGather::describe(), "UnmatchedInner: slice B along k over x -> local GEMM -> AllReduce C over x => C[-, -]");
+  EXPECT_EQ(SliceOrGather::describe_choice(),
+            "UnmatchedInner: slice B along k over x -> local GEMM -> AllReduce C over x => C[-, -]; or, when its "
+            "busiest rank sends no more bytes for the extents, AllGather A along k over x -> local GEMM");
+  for (int ranks : {2, 3, 4}) {
+    SCOPED_TRACE(std::to_string(ranks) + " ranks");
+    const Line line{ranks};
+    // Square: the gather, (P - 1)/P n^2 words per rank as before slices (the AllReduce of C
+    // would send twice that).
+    constexpr sw::MatmulShape square{.m = 12, .k = 12, .n = 12};
+    EXPECT_TRUE(SliceOrGather::uses_alternative(line, square, 8));
+    const std::int64_t gather_bytes = (ranks - 1) * (12 * 12 / ranks) * 8;
+    EXPECT_EQ(SliceOrGather::max_traffic(line, square, 8).bytes, gather_bytes);
+    ChosenRun run = run_chosen<ColumnSplit, Rep>(line, square);
+    expect_counted_equals_modeled(run);
+    for (const sw::Traffic& t : run.counted) EXPECT_EQ(t.bytes, gather_bytes);
+    // A matrix times a vector (n = 1): the slice, an AllReduce of n words.
+    constexpr sw::MatmulShape matvec{.m = 12, .k = 12, .n = 1};
+    EXPECT_FALSE(SliceOrGather::uses_alternative(line, matvec, 8));
+    const std::int64_t reduce_bytes = 2 * (ranks - 1) * (12 / ranks) * 8;
+    EXPECT_EQ(SliceOrGather::max_traffic(line, matvec, 8).bytes, reduce_bytes);
+    run = run_chosen<ColumnSplit, Rep>(line, matvec);
+    expect_counted_equals_modeled(run);
+    for (const sw::Traffic& t : run.counted) EXPECT_EQ(t.bytes, reduce_bytes);
+    // Uneven and thin-but-not-a-vector shapes: whichever is chosen, counted == modeled.
+    for (sw::MatmulShape s : {sw::MatmulShape{.m = 13, .k = 13, .n = 13}, sw::MatmulShape{.m = 13, .k = 13, .n = 1}, sw::MatmulShape{.m = 40, .k = 9, .n = 3},
+                              sw::MatmulShape{.m = 3, .k = 9, .n = 40}, sw::MatmulShape{.m = 2, .k = 3, .n = 5}})
+      expect_counted_equals_modeled(run_chosen<ColumnSplit, Rep>(line, s));
+  }
+}
+
+TEST(MatmulVirtual, PowerIterationSlicesTheVector) {
+  // n = 3000 on 2 x 2: the slice sends 12 KB per rank (an AllReduce of C's 1500 x 1 block over
+  // y), the gather of A along k over y would send 18 MB.
+  constexpr sw::MatmulShape shape{.m = 3000, .k = 3000, .n = 1};
+  EXPECT_FALSE(PowerProduct::uses_alternative(Square2{}, shape, 8));
+  EXPECT_EQ(PowerProduct::max_traffic(Square2{}, shape, 8).bytes, 12'000);
+  const sw::Traffic gather = sw::detail::max_over_ranks(Square2{}, [&](const auto& at) {
+    return sw::detail::schedule_traffic(PowerProduct::alternative_schedule, PowerProduct::alternative_state(),
+                                        sw::detail::matmul_extents(shape), sw::detail::block_geometry(Square2{}, at), 8,
+                                        0);
+  });
+  EXPECT_EQ(gather.bytes, 18'000'000);
+  // Counted == modeled for the vector (the slice) and for a square B (the gather) on the grid.
+  EXPECT_FALSE(PowerProduct::uses_alternative(Square2{}, {.m = 30, .k = 30, .n = 1}, 8));
+  expect_counted_equals_modeled(run_chosen<TS<S<"x">, S<"y">>, Rep>(Square2{}, {.m = 30, .k = 30, .n = 1}));
+  EXPECT_TRUE(PowerProduct::uses_alternative(Square2{}, {.m = 30, .k = 30, .n = 30}, 8));
+  expect_counted_equals_modeled(run_chosen<TS<S<"x">, S<"y">>, Rep>(Square2{}, {.m = 30, .k = 30, .n = 30}));
+  expect_counted_equals_modeled(run_chosen<TS<S<"x">, S<"y">>, Rep>(Square2{}, {.m = 7, .k = 5, .n = 2}));
+}

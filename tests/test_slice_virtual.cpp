@@ -195,7 +195,7 @@ static_assert(sw::einsum_plan<"bij,bj->bi", Grid, TS<S<"x">, R, R>, TS<R, R>, TS
 TEST(SliceVirtual, PlannerSlicesInsteadOfGathering) {
   EXPECT_EQ(PowerStep::describe(), "Outer: slice B along k over y -> local GEMM -> AllReduce C over y => C[x, -]");
   // The bytes: an AllReduce of this rank's C block over y (2 ranks), nothing for the slice.
-  const sw::MatmulShape shape{6, 5, 1};
+  const sw::MatmulShape shape{.m = 6, .k = 5, .n = 1};
   for (int r = 0; r < 4; ++r) {
     const auto at = Grid{}.unravel(r);
     const std::int64_t rows = at[0] == 0 ? 3 : 3;  // 6 rows over x
@@ -224,7 +224,7 @@ TEST(SliceVirtual, MatvecOnGridCountedEqualsModel) {
     const sw::Traffic before = counters->total();
     const auto c = sw::matmul(sa, sv);
     const sw::Traffic sent = counters->total() - before;
-    const sw::Traffic modeled = PowerStep::traffic(Grid{}, groups.coordinate(), {7, 5, 2}, sizeof(double));
+    const sw::Traffic modeled = PowerStep::traffic(Grid{}, groups.coordinate(), {.m = 7, .k = 5, .n = 2}, sizeof(double));
     if (sent != modeled) fail("counted " + std::to_string(sent.bytes) + " B, modeled " + std::to_string(modeled.bytes));
     if (sent.bytes == 0 && c.local().size() > 0) fail("no AllReduce over y counted");
     const Eigen::MatrixXd whole = c.to_global();

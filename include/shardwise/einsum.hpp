@@ -68,13 +68,14 @@ IndexExtents check_einsum_operands(const contraction_indices& ix, const A& a, co
 template <const program& P, dim_order OA, dim_order OB>
 inline constexpr program relowered = lower(P.steps, P.start, P.indices, P.panel_width, OA, OB, {}, P.output_order);
 
-/// The program of Plan for operands of types A and B: the plan's own for row-major blocks.
-template <typename Plan, typename A, typename B>
+/// The program P (a plan's, for row-major blocks) for operands of types A and B: P itself, or
+/// P lowered again for a permuted view's storage order.
+template <const program& P, typename A, typename B>
 constexpr const program& einsum_program() {
-  if constexpr (A::storage == Plan::program.initial_order[0] && B::storage == Plan::program.initial_order[1])
-    return Plan::program;
+  if constexpr (A::storage == P.initial_order[0] && B::storage == P.initial_order[1])
+    return P;
   else
-    return relowered<Plan::program, A::storage, B::storage>;
+    return relowered<P, A::storage, B::storage>;
 }
 
 /// This rank's block of a tensor: where it lies, and its element strides when it is a view
@@ -107,10 +108,20 @@ auto einsum(const ShardedTensor<Scalar, M, ShA, WA>& a, const ShardedTensor<Scal
   Result c(a.groups(), c_extents, detail::uninitialized);
   using A = ShardedTensor<Scalar, M, ShA, WA>;
   using B = ShardedTensor<Scalar, M, ShB, WB>;
-  detail::execute<detail::einsum_program<Plan, A, B>(), Scalar>(
-      a.groups().state("einsum"), detail::operand_extents_of(Plan::indices, extents),
-      {.a = detail::block_data(a), .b = detail::block_data(b), .out = c.local().data(),
-       .strides = {detail::block_strides(a), detail::block_strides(b), nullptr}});
+  const detail::operation_io<Scalar> io{.a = detail::block_data(a), .b = detail::block_data(b),
+                                        .out = c.local().data(),
+                                        .strides = {detail::block_strides(a), detail::block_strides(b), nullptr}};
+  // A plan that slices an input has a gathering alternative: the one that sends fewer bytes
+  // for these extents runs (the same choice on every rank: the extents were agreed first).
+  if constexpr (Plan::has_alternative) {
+    if (Plan::uses_alternative(a.groups().mesh(), extents, static_cast<std::int64_t>(sizeof(Scalar)))) {
+      detail::execute<detail::einsum_program<Plan::alternative_program, A, B>(), Scalar>(
+          a.groups().state("einsum"), detail::operand_extents_of(Plan::indices, extents), io);
+      return c;
+    }
+  }
+  detail::execute<detail::einsum_program<Plan::program, A, B>(), Scalar>(
+      a.groups().state("einsum"), detail::operand_extents_of(Plan::indices, extents), io);
   return c;
 }
 

@@ -36,6 +36,11 @@ template <typename Plan, int OA, int OB, int OC>
 inline constexpr program matmul_program = lower(Plan::schedule, Plan::initial_state(), matmul_indices,
                                                 Plan::summa_panel_width, matrix_order(OA), matrix_order(OB), {},
                                                 matrix_order(OC));
+/// Its alternative schedule (matmul_plan::has_alternative) lowered the same way.
+template <typename Plan, int OA, int OB, int OC>
+inline constexpr program matmul_alternative_program =
+    lower(Plan::alternative_schedule, Plan::alternative_state(), matmul_indices, Plan::summa_panel_width,
+          matrix_order(OA), matrix_order(OB), {}, matrix_order(OC));
 
 /// What the checks of a matmul need of an operand, whatever its type.
 struct matmul_operand {
@@ -103,10 +108,17 @@ void run_matmul_into(Scalar* out, const ShardedMatrix<Scalar, M, ShA, OA, WA>& a
                      Scalar beta = Scalar(0)) {
   // A view's block is handed over where it lies, with its strides: the executor reads it in
   // place or packs it where the program's step needs contiguous data.
-  execute<matmul_program<Plan, OA, OB, OC>, Scalar>(
-      a.groups().state("matmul"), matmul_extents({.m = a.rows(), .k = a.cols(), .n = b.cols()}),
-      {.a = a.local().data(), .b = b.local().data(), .out = out, .alpha = alpha, .beta = beta,
-       .strides = {strides_of_operand(a), strides_of_operand(b), nullptr}});
+  const MatmulShape shape{.m = a.rows(), .k = a.cols(), .n = b.cols()};
+  const operation_io<Scalar> io{.a = a.local().data(), .b = b.local().data(), .out = out, .alpha = alpha,
+                                .beta = beta, .strides = {strides_of_operand(a), strides_of_operand(b), nullptr}};
+  // A plan that slices an input has a gathering alternative: the one that sends fewer bytes
+  // for these shapes runs (the same choice on every rank: the shapes were agreed first).
+  if constexpr (Plan::has_alternative) {
+    if (Plan::uses_alternative(a.groups().mesh(), shape, static_cast<std::int64_t>(sizeof(Scalar))))
+      return execute<matmul_alternative_program<Plan, OA, OB, OC>, Scalar>(a.groups().state("matmul"),
+                                                                          matmul_extents(shape), io);
+  }
+  execute<matmul_program<Plan, OA, OB, OC>, Scalar>(a.groups().state("matmul"), matmul_extents(shape), io);
 }
 
 template <typename Plan, typename Scalar, MeshType M, typename ShA, int OA, typename WA, typename ShB, int OB,

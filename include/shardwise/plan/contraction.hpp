@@ -11,7 +11,10 @@
 //                                                        at the end)
 //   contracted or batch, one side split over more axes  slice the other side to match (a
 //     whose extra axes the other side does not use     local copy, no bytes), then as the
-//                                                        same axes
+//                                                        same axes; or gather as below: both
+//                                                        plans are kept, and the one whose
+//                                                        busiest rank sends fewer bytes for
+//                                                        the call's extents runs
 //   contracted, split differently                       AllGather each side along it over
 //                                                        its axes, then contract locally
 //   batch, split the same                               local
@@ -144,9 +147,12 @@ constexpr bool reachable(const axis_list& have, const axis_list& want, const axi
 /// requested as `c` (pass the natural sharding itself to ask for no resharding).
 /// `natural_only`: C was not requested, so no input is gathered to reach it. `layers`: the
 /// layer axes of the 2.5D variant (A and B replicated over them; each layer does 1/c of k).
+/// `slice_inputs` false: never slice an input, gather the other instead (the plan a slice
+/// competes with at run time: einsum_plan.hpp's alternative schedule).
 constexpr contraction_plan_data plan_contraction(const contraction_indices& ix, const tensor_axes& a,
                                                  const tensor_axes& b, const tensor_axes& c, bool natural_only,
-                                                 VariantKind variant, const axis_list& layers = {}) {
+                                                 VariantKind variant, const axis_list& layers = {},
+                                                 bool slice_inputs = true) {
   using namespace contraction_detail;
   contraction_plan_data plan;
   plan.start[Operand::A] = a;
@@ -185,7 +191,7 @@ constexpr contraction_plan_data plan_contraction(const contraction_indices& ix, 
     Schedule slices;
     // The ring variant is asked for to overlap a gather: slicing would leave it nothing to overlap.
     auto slice_to_match = [&](int da, int db) {
-      if (variant == VariantKind::ring) return;
+      if (variant == VariantKind::ring || !slice_inputs) return;
       const axis_list &sa = a_now.dim(da), &sb = b_now.dim(db);
       if (is_prefix(sa, sb) && sa.size() < sb.size() && !intersects(tail(sb, sa.size()), a_now.used())) {
         slices.push_back({StepKind::slice, Operand::A, da, tail(sb, sa.size()), {}});
@@ -290,7 +296,7 @@ constexpr contraction_plan_data plan_contraction_via(const contraction_indices& 
                                                      const tensor_axes& b, const tensor_axes& kernel_a,
                                                      const tensor_axes& kernel_b, const tensor_axes& c,
                                                      bool natural_only, VariantKind variant,
-                                                     const axis_list& layers = {}) {
+                                                     const axis_list& layers = {}, bool slice_inputs = true) {
   contraction_plan_data plan;
   auto gather_to = [&](Operand op, const tensor_axes& from, const tensor_axes& to) {
     if (!from.partial.empty() || !to.partial.empty() || from.rank != to.rank) return false;
@@ -307,7 +313,7 @@ constexpr contraction_plan_data plan_contraction_via(const contraction_indices& 
     plan.error = {PlanError::kernel_layout_unreachable};
     return plan;
   }
-  const contraction_plan_data inner = plan_contraction(ix, kernel_a, kernel_b, c, natural_only, variant, layers);
+  const contraction_plan_data inner = plan_contraction(ix, kernel_a, kernel_b, c, natural_only, variant, layers, slice_inputs);
   for (const Step& s : inner.steps) plan.steps.push_back(s);
   plan.start = inner.start;
   plan.start[Operand::A] = a;

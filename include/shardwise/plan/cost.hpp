@@ -214,4 +214,25 @@ constexpr Traffic max_over_ranks(const M& mesh, F&& traffic_of) {
   return worst;
 }
 
+/// One of two schedules for the same operation, each from its own start.
+struct schedule_choice {
+  const Schedule& steps;
+  const operand_axes& start;
+};
+
+/// Whether `other` runs instead of `first` for the global extents `global`: when its busiest
+/// rank sends fewer bytes, or as many in no more messages (ties go to `other`). Every rank
+/// agrees on the extents before an operation runs, so every rank chooses the same.
+template <MeshType M>
+constexpr bool prefer_other(const M& mesh, const schedule_choice& first, const schedule_choice& other,
+                            const operand_extents& global, std::int64_t scalar_bytes, int panel_width) {
+  auto busiest = [&](const schedule_choice& s) {
+    return max_over_ranks(mesh, [&](const auto& c) {
+      return schedule_traffic(s.steps, s.start, global, block_geometry(mesh, c), scalar_bytes, panel_width);
+    });
+  };
+  const Traffic f = busiest(first), o = busiest(other);
+  return o.bytes < f.bytes || (o.bytes == f.bytes && o.messages <= f.messages);
+}
+
 }  // namespace shardwise::detail

@@ -12,7 +12,11 @@
 // inputs start with, and a contracted index split the same in A and B leaves a pending sum
 // over those axes, reduced (AllReduce) unless C is requested Partial or split over them
 // (ReduceScatter). An input split over fewer axes than the other where both carry a
-// contracted (or batch) index is sliced to match, at no cost, rather than the other gathered;
+// contracted (or batch) index is sliced to match, at no cost, or the other gathered: the plan
+// keeps both schedules, and each call runs the one whose busiest rank sends fewer bytes for
+// its extents (uses_alternative; ties go to the gather). A slice of a contracted index leaves
+// a sum to reduce: for square matrices that AllReduce of C sends twice the gather's bytes;
+// for a matrix times a vector it is far smaller.
 // C may have no index ("i,i->"): a 0-D result, replicated once its sum is reduced.
 // matmul_plan is this plan for "mk,kn->mn" with matmul's own messages.
 //
@@ -158,6 +162,27 @@ struct contraction_analysis {
     }
     return contraction_plan_data{};
   }();
+  /// The same product to the same output without slicing an input (the other gathered
+  /// instead, as before slices existed): the alternative of a plan that slices, chosen per
+  /// call from the extents (einsum_plan::uses_alternative).
+  static constexpr bool slices_an_input = [] {
+    for (const Step& s : data.steps)
+      if (s.kind == StepKind::slice && s.operand != Operand::C) return true;
+    return false;
+  }();
+  static constexpr contraction_plan_data gather_data = [] {
+    if constexpr (shardings_valid && variant_valid) {
+      if (!inputs_partial && layers_known && data.error.ok() && slices_an_input) {
+        if (traits::has_kernel)
+          return plan_contraction_via(Ix, a, b, kernel_a, kernel_b, c, false, traits::kind, layers, false);
+        return plan_contraction(Ix, a, b, c, false, traits::kind, layers, false);
+      }
+    }
+    return contraction_plan_data{};
+  }();
+  /// Whether slicing changed the plan, so that two schedules compete at run time.
+  static constexpr bool has_alternative = slices_an_input && data.error.ok() && gather_data.error.ok() &&
+                                          !(gather_data.steps == data.steps);
   static constexpr int panel_width = traits::panel_width;
   /// The plan's error; with the natural output, one axis on two output indices is the cause,
   /// whatever the variant reports.
@@ -444,21 +469,49 @@ struct einsum_plan {
   using variant_type = Variant;  ///< The variant, as given.
   /// Panel width of a SUMMA or 2.5D variant (0 for the others).
   static constexpr int summa_panel_width = analysis::panel_width;
-  /// The steps the kernel runs, in order.
+  /// The steps the kernel runs, in order (describe() names them). When an input is sliced to
+  /// match the other (has_alternative), the kernel runs these or alternative_schedule, per call.
   static constexpr Schedule schedule = analysis::data.steps;
 
   /// Shardings before the first step: A and B as given, C as the local contraction leaves it.
   static constexpr detail::operand_axes initial_state() { return analysis::data.start; }
 
+  /// Whether `schedule` slices an input where gathering the other is the alternative: the
+  /// schedule that runs is then chosen per call from the extents (uses_alternative).
+  static constexpr bool has_alternative = analysis::has_alternative;
+  /// The alternative: the other input gathered instead of the slice (the same output).
+  static constexpr Schedule alternative_schedule = has_alternative ? analysis::gather_data.steps : schedule;
+  /// Shardings before the alternative's first step.
+  static constexpr detail::operand_axes alternative_state() {
+    return has_alternative ? analysis::gather_data.start : analysis::data.start;
+  }
+  /// Whether the alternative runs for these extents: its busiest rank sends fewer bytes than
+  /// `schedule`'s, or as many in no more messages. Every rank agrees on the extents before the
+  /// einsum runs, so every rank chooses the same; traffic, max_traffic and footprint_bytes
+  /// model the schedule chosen.
+  static constexpr bool uses_alternative(const M& mesh, const IndexExtents& extents, std::int64_t scalar_bytes) {
+    if constexpr (!has_alternative) return false;
+    else
+      return detail::prefer_other(mesh, {schedule, analysis::data.start}, {alternative_schedule, alternative_state()},
+                                  detail::operand_extents_of(indices, extents), scalar_bytes, summa_panel_width);
+  }
+
   /// Bytes and messages the rank at `coordinate` sends, for index extents `extents`.
   static constexpr Traffic traffic(const M& mesh, const typename M::coordinate_type& coordinate,
                                    const IndexExtents& extents, std::int64_t scalar_bytes) {
-    return detail::schedule_traffic(schedule, initial_state(), detail::operand_extents_of(indices, extents),
+    const bool alt = uses_alternative(mesh, extents, scalar_bytes);
+    return detail::schedule_traffic(alt ? alternative_schedule : schedule, alt ? alternative_state() : initial_state(),
+                                    detail::operand_extents_of(indices, extents),
                                     detail::block_geometry(mesh, coordinate), scalar_bytes, summa_panel_width);
   }
   /// The largest traffic over all ranks (the bottleneck rank).
   static constexpr Traffic max_traffic(const M& mesh, const IndexExtents& extents, std::int64_t scalar_bytes) {
-    return detail::max_over_ranks(mesh, [&](const auto& c) { return traffic(mesh, c, extents, scalar_bytes); });
+    const bool alt = uses_alternative(mesh, extents, scalar_bytes);
+    const auto global = detail::operand_extents_of(indices, extents);
+    return detail::max_over_ranks(mesh, [&](const auto& c) {
+      return detail::schedule_traffic(alt ? alternative_schedule : schedule, alt ? alternative_state() : initial_state(),
+                                      global, detail::block_geometry(mesh, c), scalar_bytes, summa_panel_width);
+    });
   }
 
   /// The program for operands and result stored row-major (as ShardedTensor stores them).
@@ -466,6 +519,13 @@ struct einsum_plan {
       detail::lower(schedule, analysis::data.start, indices, summa_panel_width,
                     detail::dim_order::row_major(indices.ranks[0]), detail::dim_order::row_major(indices.ranks[1]), {},
                     detail::dim_order::row_major(indices.ranks[2]));
+  /// The alternative's program (the same as `program` without an alternative).
+  static constexpr detail::program alternative_program =
+      has_alternative ? detail::lower(alternative_schedule, alternative_state(), indices, summa_panel_width,
+                                      detail::dim_order::row_major(indices.ranks[0]),
+                                      detail::dim_order::row_major(indices.ranks[1]), {},
+                                      detail::dim_order::row_major(indices.ranks[2]))
+                      : program;
 
   /// Bytes this rank holds during the einsum: its blocks of A, B and C, the buffers the
   /// schedule names (gathered operands, C between steps, ring and SUMMA buffers) and the copies
@@ -474,15 +534,26 @@ struct einsum_plan {
                                                 const IndexExtents& extents, std::int64_t scalar_bytes) {
     const auto global = detail::operand_extents_of(indices, extents);
     const detail::block_geometry geo(mesh, coordinate);
-    return scalar_bytes * (detail::schedule_footprint(schedule, initial_state(), analysis::c, global, geo,
-                                                      summa_panel_width) +
-                           detail::pack_elements(program, global, geo));
+    const bool alt = uses_alternative(mesh, extents, scalar_bytes);
+    return scalar_bytes * (detail::schedule_footprint(alt ? alternative_schedule : schedule,
+                                                      alt ? alternative_state() : initial_state(), analysis::c, global,
+                                                      geo, summa_panel_width) +
+                           detail::pack_elements(alt ? alternative_program : program, global, geo));
   }
 
-  /// One line: "Outer: AllGather B along m over x -> local GEMM => C[-, -, x]".
+  /// One line: "Outer: AllGather B along m over x -> local GEMM => C[-, -, x]" (`schedule`).
   static std::string describe() {
     return detail::cat(policy::name, ": ", detail::describe_schedule(schedule, indices.names, M::names), " => C",
                        output_sharding::to_string());
+  }
+  /// describe(), and where the plan has an alternative, that one too and how it is chosen:
+  /// "...; or, when its busiest rank sends no more bytes for the extents, AllGather A along j
+  /// over x -> local GEMM".
+  static std::string describe_choice() {
+    if constexpr (!has_alternative) return describe();
+    else
+      return detail::cat(describe(), "; or, when its busiest rank sends no more bytes for the extents, ",
+                         detail::describe_schedule(alternative_schedule, indices.names, M::names));
   }
 };
 

@@ -205,36 +205,78 @@ struct matmul_plan {
   using variant_type = Variant;  ///< The variant, as given.
   /// Panel width of a SUMMA or 2.5D variant (0 for the others).
   static constexpr int summa_panel_width = analysis::panel_width;
-  /// The steps the kernel runs, in order.
+  /// The steps the kernel runs, in order (describe() names them). When an input is sliced to
+  /// match the other (has_alternative), the kernel runs these or alternative_schedule, per call.
   static constexpr Schedule schedule = analysis::data.steps;
 
   /// Shardings before the first step: A and B as given, C as the local GEMM leaves it.
   static constexpr detail::operand_axes initial_state() { return analysis::data.start; }
 
+  /// Whether `schedule` slices an input where gathering the other is the alternative (e.g.
+  /// A[-, x] * B[-, -]: slice B along k over x -> local GEMM -> AllReduce C over x, or AllGather
+  /// A along k over x -> local GEMM): the schedule that runs is chosen per call (uses_alternative).
+  static constexpr bool has_alternative = analysis::has_alternative;
+  /// The alternative: the other input gathered instead of the slice (the same output).
+  static constexpr Schedule alternative_schedule = has_alternative ? analysis::gather_data.steps : schedule;
+  /// Shardings before the alternative's first step.
+  static constexpr detail::operand_axes alternative_state() {
+    return has_alternative ? analysis::gather_data.start : analysis::data.start;
+  }
+  /// Whether the alternative runs for this shape: its busiest rank sends fewer bytes than
+  /// `schedule`'s, or as many in no more messages (square matrices: the gather; a matrix times
+  /// a vector: the slice). Every rank agrees on the shapes before the matmul runs, so every
+  /// rank chooses the same; traffic, max_traffic and footprint_bytes model the schedule chosen.
+  static constexpr bool uses_alternative(const M& mesh, MatmulShape shape, std::int64_t scalar_bytes) {
+    if constexpr (!has_alternative) return false;
+    else
+      return detail::prefer_other(mesh, {schedule, analysis::data.start}, {alternative_schedule, alternative_state()},
+                                  detail::matmul_extents(shape), scalar_bytes, summa_panel_width);
+  }
+
   /// Bytes and messages the rank at `coordinate` sends (ring convention, traffic.hpp).
   static constexpr Traffic traffic(const M& mesh, const typename M::coordinate_type& coordinate, MatmulShape shape,
                                    std::int64_t scalar_bytes) {
-    return detail::schedule_traffic(schedule, initial_state(), detail::matmul_extents(shape),
-                                    detail::block_geometry(mesh, coordinate), scalar_bytes, summa_panel_width);
+    return chosen_traffic(uses_alternative(mesh, shape, scalar_bytes), mesh, coordinate, shape, scalar_bytes);
   }
   /// The largest traffic over all ranks (the bottleneck rank).
   static constexpr Traffic max_traffic(const M& mesh, MatmulShape shape, std::int64_t scalar_bytes) {
-    return detail::max_over_ranks(mesh, [&](const auto& c) { return traffic(mesh, c, shape, scalar_bytes); });
+    const bool alt = uses_alternative(mesh, shape, scalar_bytes);
+    return detail::max_over_ranks(mesh, [&](const auto& c) { return chosen_traffic(alt, mesh, c, shape, scalar_bytes); });
   }
 
   /// Bytes this rank holds during the matmul: its blocks of A, B and C plus the buffers the
   /// schedule names (see detail::schedule_footprint).
   static constexpr std::int64_t footprint_bytes(const M& mesh, const typename M::coordinate_type& coordinate,
                                                 MatmulShape shape, std::int64_t scalar_bytes) {
-    return scalar_bytes * detail::schedule_footprint(schedule, initial_state(), analysis::c,
+    const bool alt = uses_alternative(mesh, shape, scalar_bytes);
+    return scalar_bytes * detail::schedule_footprint(alt ? alternative_schedule : schedule,
+                                                     alt ? alternative_state() : initial_state(), analysis::c,
                                                      detail::matmul_extents(shape), detail::block_geometry(mesh, coordinate),
                                                      summa_panel_width);
   }
 
-  /// One line: "Outer: AllGather B along k over x -> local GEMM => C[x, -]".
+  /// One line: "Outer: AllGather B along k over x -> local GEMM => C[x, -]" (`schedule`).
   static std::string describe() {
     return detail::cat(policy::name, ": ", detail::describe_schedule(schedule, detail::matmul_names, M::names), " => C",
                        output_sharding::to_string());
+  }
+  /// describe(), and where the plan has an alternative, that one too and how it is chosen:
+  /// "UnmatchedInner: slice B along k over x -> local GEMM -> AllReduce C over x => C[-, -]; or,
+  /// when its busiest rank sends no more bytes for the extents, AllGather A along k over x ->
+  /// local GEMM".
+  static std::string describe_choice() {
+    if constexpr (!has_alternative) return describe();
+    else
+      return detail::cat(describe(), "; or, when its busiest rank sends no more bytes for the extents, ",
+                         detail::describe_schedule(alternative_schedule, detail::matmul_names, M::names));
+  }
+
+ private:
+  static constexpr Traffic chosen_traffic(bool alt, const M& mesh, const typename M::coordinate_type& coordinate,
+                                          MatmulShape shape, std::int64_t scalar_bytes) {
+    return detail::schedule_traffic(alt ? alternative_schedule : schedule, alt ? alternative_state() : initial_state(),
+                                    detail::matmul_extents(shape), detail::block_geometry(mesh, coordinate), scalar_bytes,
+                                    summa_panel_width);
   }
 };
 
