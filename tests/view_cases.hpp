@@ -31,13 +31,21 @@ struct ViewResult {
   std::string detail;             ///< what differed, for the message
 };
 
-/// Whether the plan gathers A or B (then a view is packed into the collective's send buffer).
+/// Whether the plan gathers or slices A or B (a view is then packed into the collective's send
+/// buffer, or its slice copied, as the plan names), counting the gathering alternative that a
+/// slicing plan may run instead for the extents.
 template <typename Plan>
 constexpr bool gathers_an_input() {
-  for (const Step& s : Plan::schedule)
-    if ((s.kind == StepKind::all_gather || s.kind == StepKind::ring_all_gather_gemm) && s.operand != Operand::C)
-      return true;
-  return false;
+  const auto copies_an_input = [](const auto& schedule) {
+    for (const Step& s : schedule)
+      if ((s.kind == StepKind::all_gather || s.kind == StepKind::ring_all_gather_gemm || s.kind == StepKind::slice) &&
+          s.operand != Operand::C)
+        return true;
+    return false;
+  };
+  if constexpr (requires { Plan::has_alternative; })
+    if (Plan::has_alternative && copies_an_input(Plan::alternative_schedule)) return true;
+  return copies_an_input(Plan::schedule);
 }
 
 /// This rank's block of `global` (rows x cols at the offsets) copied into a buffer laid out as

@@ -362,7 +362,6 @@ class executor {
   [[gnu::noinline]] void slice(const Step& s, const lowered_step& l) {
     const Operand op = s.operand;
     const auto i = index_of(op);
-    if (strided_[i]) pack(op, order_[i]);  // a view's block, made contiguous in its own order
     const tensor_extents before = local(op);
     const axis_list& kept = axes_[op].dim(s.dim);
     const std::int64_t offset = geo_.gathered_offset(global_[i][static_cast<std::size_t>(s.dim)], kept, s.axes,
@@ -372,6 +371,13 @@ class executor {
     const tensor_extents extents = local_extents(after_step[op], global_[i], geo_);
     const std::int64_t n = element_count(extents, after_step[op].rank);
     Scalar* target = op == Operand::C ? c_target(l.writes_output, n) : spare(op, n);
+    if (strided_[i]) {  // a view: its slice read straight through its strides, one copy as for a block
+      permute_copy_strided(data_[i] + offset * strides_[i][static_cast<std::size_t>(s.dim)], strides_[i], target,
+                           l.result_order, extents);
+      hold(op, target, l.result_order);
+      if (op == Operand::C) c_owned_ = true;
+      return;
+    }
     Scalar* landing = l.result_order == order_[i] ? target : scratch<Scalar>(Slot::unpack, n);
     copy_slice(data_[i], before, order_[i], s.dim, offset, landing, extents);
     if (landing != target) permute_copy(landing, order_[i], target, l.result_order, extents);

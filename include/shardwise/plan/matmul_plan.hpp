@@ -212,7 +212,7 @@ struct matmul_plan {
   /// Shardings before the first step: A and B as given, C as the local GEMM leaves it.
   static constexpr detail::operand_axes initial_state() { return analysis::data.start; }
 
-  /// Whether `schedule` slices an input where gathering the other is the alternative (e.g.
+  /// Whether `schedule` slices an input where gathering the other is the alternative (for example
   /// A[-, x] * B[-, -]: slice B along k over x -> local GEMM -> AllReduce C over x, or AllGather
   /// A along k over x -> local GEMM): the schedule that runs is chosen per call (uses_alternative).
   static constexpr bool has_alternative = analysis::has_alternative;
