@@ -76,7 +76,9 @@ struct MegatronSP { static constexpr std::string_view name = "MegatronSP"; /**< 
 /// Global shape of one FeedForward: X[b, s, m] -> H[b, s, h] -> Y[b, s, m].
 struct FfnShape {
   /// Makes a positional initializer a compile error; holds nothing (detail/named_fields.hpp).
-  [[no_unique_address]] detail::named_fields_only names_required{};
+  /// (Not [[no_unique_address]]: clang 16 miscompiles a designated initializer of a struct
+  /// whose empty first member overlaps the next one; the 8 bytes it costs are nothing.)
+  detail::named_fields_only names_required{};
   /// Batch, sequence, model and hidden extents.
   ///@{
   std::int64_t b = 0, s = 0, m = 0, h = 0;

@@ -34,6 +34,7 @@
 #include <array>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 #include <utility>
 
 #include "shardwise/layout.hpp"
@@ -81,7 +82,18 @@ namespace detail {
 /// The panel width the planner gives SUMMA and 2.5D (variant::Summa<>'s default).
 inline constexpr int planner_panel_width = variant::Summa<>::panel_width;
 
-/// Calls f(geometry) for the ranks the planner evaluates (see the top of this file).
+/// f(geometry), or f's verdict when it returns whether to go on (false: stop).
+template <typename F>
+constexpr bool visit_evaluated_rank(F& f, const block_geometry& geo) {
+  if constexpr (std::is_same_v<decltype(f(geo)), bool>) return f(geo);
+  else {
+    f(geo);
+    return true;
+  }
+}
+
+/// Calls f(geometry) for the ranks the planner evaluates (see the top of this file); an f that
+/// returns bool stops the walk by returning false.
 template <typename F>
 constexpr void for_each_evaluated_rank(const block_geometry& mesh, F&& f) {
   int size = 1;
@@ -102,7 +114,7 @@ constexpr void for_each_evaluated_rank(const block_geometry& mesh, F&& f) {
         geo.coordinate[static_cast<std::size_t>(a)] = rest % mesh.extents[static_cast<std::size_t>(a)];
         rest /= mesh.extents[static_cast<std::size_t>(a)];
       }
-      f(geo);
+      if (!visit_evaluated_rank(f, geo)) return;
     }
     return;
   }
@@ -110,7 +122,7 @@ constexpr void for_each_evaluated_rank(const block_geometry& mesh, F&& f) {
   for (;;) {
     for (int a = 0; a < mesh.ndim; ++a)
       geo.coordinate[static_cast<std::size_t>(a)] = picks[static_cast<std::size_t>(a)][index[static_cast<std::size_t>(a)]];
-    f(geo);
+    if (!visit_evaluated_rank(f, geo)) return;
     int a = mesh.ndim - 1;
     for (; a >= 0; --a) {
       if (++index[static_cast<std::size_t>(a)] < picks[static_cast<std::size_t>(a)].size()) break;
@@ -121,7 +133,10 @@ constexpr void for_each_evaluated_rank(const block_geometry& mesh, F&& f) {
 }
 
 /// The choice for stored layouts a, b, c, kernel layouts ka, kb and a variant, with its costs;
-/// `found` false when it does not plan, and `fits` false when it exceeds the budget.
+/// `found` false when it does not plan, and `fits` false when it exceeds the budget. Given a
+/// found `rival`, the walk over ranks stops as soon as some rank sends more bytes than the
+/// rival's busiest one (the choice could not be cheaper; it is then not `fits`, and its costs
+/// are partial): the search skips most of its candidates this way.
 struct evaluated_choice {
   MatmulChoice choice{};
   bool plans = false, fits = false;
@@ -129,7 +144,7 @@ struct evaluated_choice {
 constexpr evaluated_choice evaluate_matmul(const block_geometry& mesh, const MatmulProblem& problem,
                                            const tensor_axes& a, const tensor_axes& b, const tensor_axes& ka,
                                            const tensor_axes& kb, const tensor_axes& c, VariantKind variant,
-                                           const axis_list& layers) {
+                                           const axis_list& layers, const MatmulChoice* rival = nullptr) {
   evaluated_choice e;
   MatmulChoice& m = e.choice;
   m.plan = plan_contraction_via(matmul_indices, a, b, ka, kb, c, false, variant, layers);
@@ -138,14 +153,21 @@ constexpr evaluated_choice evaluate_matmul(const block_geometry& mesh, const Mat
   m.a = a, m.b = b, m.c = c, m.kernel_a = ka, m.kernel_b = kb, m.variant = variant, m.layers = layers;
   m.panel_width = variant == VariantKind::summa || variant == VariantKind::summa_25d ? planner_panel_width : 0;
   const operand_extents extents = matmul_extents(problem.shape);
+  const bool against_rival = rival != nullptr && rival->found;
+  bool outdone = false;
   for_each_evaluated_rank(mesh, [&](const block_geometry& geo) {
     const Traffic t = schedule_traffic(m.plan.steps, m.plan.start, extents, geo, problem.scalar_bytes, m.panel_width);
     if (t.bytes > m.traffic.bytes || (t.bytes == m.traffic.bytes && t.messages > m.traffic.messages)) m.traffic = t;
+    if (against_rival && m.traffic.bytes > rival->traffic.bytes) {
+      outdone = true;
+      return false;
+    }
     const std::int64_t held = problem.scalar_bytes * schedule_footprint(m.plan.steps, m.plan.start, c, extents, geo,
                                                                         m.panel_width);
     if (held > m.footprint_bytes) m.footprint_bytes = held;
+    return true;
   });
-  e.fits = m.footprint_bytes <= problem.budget_bytes;
+  e.fits = !outdone && m.footprint_bytes <= problem.budget_bytes;
   m.found = e.fits;
   return e;
 }
@@ -209,7 +231,7 @@ constexpr MatmulChoice plan_matmul(const detail::block_geometry& mesh, const Mat
     for (const tensor_axes& c : outputs)
       for (VariantKind v : {variant, VariantKind::ring}) {
         if (v == VariantKind::ring && variant != VariantKind::standard) continue;
-        const evaluated_choice e = evaluate_matmul(mesh, problem, a, b, ka, kb, c, v, layers);
+        const evaluated_choice e = evaluate_matmul(mesh, problem, a, b, ka, kb, c, v, layers, &best);
         if (e.fits && (!best.found || cheaper(e.choice, best))) best = e.choice;
       }
   };
