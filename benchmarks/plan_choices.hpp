@@ -50,18 +50,6 @@ inline std::string plan_text(const MatmulChoice& c) {
   return "A" + axes_text(c.a) + " B" + axes_text(c.b) + " C" + axes_text(c.c) + ", " + variant_text(c);
 }
 
-/// Every mesh of P ranks with one to three axes of at least 2, extents non-increasing.
-inline std::vector<std::vector<int>> meshes_of(int p) {
-  std::vector<std::vector<int>> result{{p}};
-  for (int a = 2; a * a <= p; ++a)
-    if (p % a == 0) result.push_back({p / a, a});
-  for (int a = 2; a * a * a <= p; ++a)
-    if (p % a == 0)
-      for (int b = a; a * b * b <= p; ++b)
-        if ((p / a) % b == 0) result.push_back({p / a / b, b, a});
-  return result;
-}
-
 inline detail::tensor_axes matrix(detail::axis_list rows, detail::axis_list cols) {
   detail::tensor_axes t;
   t.rank = 2;
@@ -72,16 +60,9 @@ inline detail::tensor_axes matrix(detail::axis_list rows, detail::axis_list cols
 
 /// The planner's cheapest plan over every mesh of P ranks; `mesh` receives its mesh.
 inline MatmulChoice best_plan(int p, const MatmulProblem& problem, detail::block_geometry& mesh) {
-  MatmulChoice best;
-  for (const auto& extents : meshes_of(p)) {
-    const detail::block_geometry g = mesh_of(extents);
-    const MatmulChoice c = plan_matmul(g, problem);
-    if (c.found && (!best.found || detail::cheaper(c, best))) {
-      best = c;
-      mesh = g;
-    }
-  }
-  return best;
+  const MeshedMatmulChoice best = plan_matmul_any_mesh(p, problem);
+  if (best.choice.found) mesh = best.mesh;
+  return best.choice;
 }
 
 /// 2-D SUMMA on the squarest grid of P ranks (P x 1 when P is prime).

@@ -74,18 +74,6 @@ std::string plan_text(const sw::MatmulChoice& c) {
          " B" + axes_text(c.kernel_b) + ", " + variant_text(c);
 }
 
-/// Every mesh of P ranks with one to three axes of at least 2, extents non-increasing.
-std::vector<std::vector<int>> meshes_of(int p) {
-  std::vector<std::vector<int>> result{{p}};
-  for (int a = 2; a * a <= p; ++a)
-    if (p % a == 0) result.push_back({p / a, a});
-  for (int a = 2; a * a * a <= p; ++a)
-    if (p % a == 0)
-      for (int b = a; a * b * b <= p; ++b)
-        if ((p / a) % b == 0) result.push_back({p / a / b, b, a});
-  return result;
-}
-
 tensor_axes matrix(axis_list rows, axis_list cols) {
   tensor_axes t;
   t.rank = 2;
@@ -213,14 +201,9 @@ int main(int argc, char** argv) {
       row.n = n;
       row.p = p;
       const sw::MatmulProblem problem{{.m = n, .k = n, .n = n}, sizeof(double), budget};
-      for (const auto& extents : meshes_of(p)) {
-        const block_geometry g = mesh_of(extents);
-        const sw::MatmulChoice c = sw::plan_matmul(g, problem);
-        if (c.found && (!row.best.found || sw::detail::cheaper(c, row.best))) {
-          row.best = c;
-          row.best_mesh = g;
-        }
-      }
+      const sw::MeshedMatmulChoice best = sw::plan_matmul_any_mesh(p, problem);
+      row.best = best.choice;
+      row.best_mesh = best.mesh;
       row.summa = summa_2d(p, problem, row.summa_mesh);
       row.layered = summa_25d(p, problem, row.layered_mesh, row.layers);
       const double nn = static_cast<double>(n);

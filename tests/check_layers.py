@@ -26,6 +26,8 @@ LAYERS = [
     ("operations", ["sharded_matrix.hpp", "sharded_tensor.hpp", "reshard.hpp", "matmul.hpp", "einsum.hpp",
                     "view.hpp", "tensor_view.hpp", "linalg.hpp"]),
     ("nn", ["nn/*.hpp"]),
+    # ScaLAPACK interop: block-cyclic index maps, BLACS grids, p?gemm computed by shardwise.
+    ("scalapack", ["scalapack/*.hpp"]),
     ("umbrella", ["shardwise.hpp", "tensor.hpp", "compiled_runtime.hpp"]),
     # Google Benchmark under MPI: only MPI and the benchmark library, never included by the rest.
     ("bench", ["bench/*.hpp"]),
@@ -33,7 +35,8 @@ LAYERS = [
 
 # Pure compile-time headers: no MPI, no Eigen, however indirectly.
 PURE = ["detail/*.hpp", "mesh.hpp", "sharding.hpp", "traffic.hpp", "version.hpp", "layout.hpp", "plan/*.hpp",
-        "launcher_environment.hpp", "nn/ffn_policy.hpp", "nn/pipeline_schedule.hpp"]
+        "launcher_environment.hpp", "nn/ffn_policy.hpp", "nn/pipeline_schedule.hpp",
+        "scalapack/block_cyclic.hpp"]
 FORBIDDEN_IN_PURE = re.compile(r"^(mpi\.h|Eigen/.*|unsupported/Eigen/.*|cblas\.h)$")
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.MULTILINE)

@@ -36,6 +36,7 @@
 #include <limits>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "shardwise/layout.hpp"
 #include "shardwise/mesh.hpp"
@@ -266,6 +267,41 @@ constexpr MatmulChoice plan_matmul(const detail::block_geometry& mesh, const Mat
 template <MeshType M>
 constexpr MatmulChoice plan_matmul(const M& mesh, const MatmulProblem& problem) {
   return plan_matmul(detail::block_geometry(mesh, typename M::coordinate_type{}), problem);
+}
+
+/// A plan and the mesh it runs on.
+struct MeshedMatmulChoice {
+  MatmulChoice choice{};            ///< The plan; `found` false when none fits on any mesh.
+  detail::block_geometry mesh{};    ///< Its mesh (extents; coordinates zero).
+};
+
+/// Every mesh of `ranks` ranks with one to three axes, the later ones of at least 2 and the
+/// extents non-increasing: {P}, {P/a, a}, {P/a/b, b, a}.
+inline std::vector<detail::block_geometry> meshes_of(int ranks) {
+  auto mesh = [](std::initializer_list<int> extents) {
+    detail::block_geometry g;
+    for (int e : extents) g.extents[static_cast<std::size_t>(g.ndim++)] = e;
+    return g;
+  };
+  std::vector<detail::block_geometry> result{mesh({ranks})};
+  for (int a = 2; a * a <= ranks; ++a)
+    if (ranks % a == 0) result.push_back(mesh({ranks / a, a}));
+  for (int a = 2; a * a * a <= ranks; ++a)
+    if (ranks % a == 0)
+      for (int b = a; a * b * b <= ranks; ++b)
+        if ((ranks / a) % b == 0) result.push_back(mesh({ranks / a / b, b, a}));
+  return result;
+}
+
+/// The cheapest plan over every mesh of `ranks` ranks (meshes_of): when the data is
+/// redistributed anyway, as the ScaLAPACK drop-in does, the mesh is a choice too.
+inline MeshedMatmulChoice plan_matmul_any_mesh(int ranks, const MatmulProblem& problem) {
+  MeshedMatmulChoice best;
+  for (const detail::block_geometry& g : meshes_of(ranks)) {
+    const MatmulChoice c = plan_matmul(g, problem);
+    if (c.found && (!best.choice.found || detail::cheaper(c, best.choice))) best = {c, g};
+  }
+  return best;
 }
 
 /// The variant type of a choice, for planned_matmul.

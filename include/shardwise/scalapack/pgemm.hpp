@@ -1,0 +1,489 @@
+// shardwise/scalapack/pgemm.hpp: ScaLAPACK's p?gemm, computed by shardwise.
+//
+//   sub(C) := alpha op(sub(A)) op(sub(B)) + beta sub(C)
+//
+// with ScaLAPACK's arguments: TRANSA/TRANSB ('N', 'T', 'C'; either case), any M, N, K, the
+// submatrices' first rows and columns (IA, JA, ...; 1-based) and descriptors with any MB/NB,
+// RSRC/CSRC and LLD, on a BLACS grid in either order. The local arrays are ScaLAPACK's:
+// column-major, leading dimension LLD.
+//
+// How: the operands' blocks are redistributed from their block-cyclic layout into the layout
+// where the planner's cheapest plan over every mesh of the grid's P ranks starts
+// (plan_matmul_any_mesh: 1-D, 2-D SUMMA, 3-D, 2.5D, ...; op() and the submatrix offsets are
+// applied while packing, so a transpose costs no extra pass), the plan runs through the one
+// executor, and C's blocks go back to their block-cyclic owners, where alpha and beta are
+// applied (beta = 0 never reads C, as in the BLAS). One all-to-all per operand, then the plan.
+// This is COSMA's choice for pdgemm (redistribute, run the communication-optimal plan,
+// redistribute back); its bytes are counted in PgemmStats.
+//
+// pgemm() is collective over the grid. Its arguments are checked on every rank and the
+// verdicts combined (one small all-reduce), so every rank takes the same path: computed here,
+// or refused with the same reason everywhere (the drop-in library then hands the call to
+// ScaLAPACK's own routine, which reports invalid arguments as ScaLAPACK does).
+#pragma once
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <array>
+#include <climits>
+#include <complex>
+#include <cstdint>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <vector>
+
+#include "shardwise/comm/mpi.hpp"
+#include "shardwise/kernels/executor.hpp"
+#include "shardwise/plan/program.hpp"
+#include "shardwise/plan/sharding_planner.hpp"
+#include "shardwise/process_group_mesh.hpp"
+#include "shardwise/scalapack/block_cyclic.hpp"
+
+namespace shardwise::scalapack {
+
+/// A BLACS process grid: `comm` holds its ranks in row-major order (rank = row * cols + col),
+/// which is how BLACS numbers the processes of a grid in either grid order.
+struct Grid {
+  MPI_Comm comm = MPI_COMM_NULL;  ///< The grid's communicator.
+  int rows = 1, cols = 1;         ///< NPROW, NPCOL.
+  int row = 0, col = 0;           ///< This process: MYROW, MYCOL.
+};
+
+/// A ScaLAPACK array descriptor (DTYPE_ = 1: dense block-cyclic; the 9 integers in order).
+struct Descriptor {
+  int dtype = 1, context = 0, m = 0, n = 0, mb = 1, nb = 1, rsrc = 0, csrc = 0, lld = 1;
+
+  /// From the 9 integers of DESC.
+  static Descriptor from(const int* d) { return {d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7], d[8]}; }
+  /// The row and column distributions on `grid`.
+  [[nodiscard]] BlockCyclicDim row_dim(const Grid& g) const { return {m, mb, rsrc, g.rows}; }
+  [[nodiscard]] BlockCyclicDim col_dim(const Grid& g) const { return {n, nb, csrc, g.cols}; }
+};
+
+/// How a call ended.
+enum class PgemmResult {
+  computed,      ///< shardwise computed sub(C) (including the cases that need no product).
+  not_covered,   ///< refused on every rank; `reason` says why (the drop-in falls back).
+};
+
+/// A call's outcome.
+struct PgemmOutcome {
+  PgemmResult result = PgemmResult::computed;
+  std::string reason;  ///< Why it was not covered (the same text on every rank).
+};
+
+/// What this process's calls did, since the start or reset_pgemm_stats().
+struct PgemmStats {
+  std::int64_t calls = 0;             ///< pgemm() calls.
+  std::int64_t planned = 0;           ///< Calls that ran a plan.
+  std::int64_t without_product = 0;   ///< Calls answered without a product (M or N = 0, alpha = 0, K = 0).
+  std::int64_t not_covered = 0;       ///< Calls refused (see PgemmOutcome::reason).
+  std::int64_t redistributed_bytes = 0;  ///< Bytes this rank sent to redistribute A, B and C.
+  std::int64_t plan_bytes = 0;        ///< Bytes this rank sent in the plans (the cost model's figure).
+};
+
+namespace detail {
+
+inline PgemmStats& stats() {
+  static PgemmStats s;
+  return s;
+}
+
+template <typename T>
+MPI_Datatype mpi_type() {
+  if constexpr (std::is_same_v<T, float>) return MPI_FLOAT;
+  else if constexpr (std::is_same_v<T, double>) return MPI_DOUBLE;
+  else if constexpr (std::is_same_v<T, std::complex<float>>) return MPI_C_FLOAT_COMPLEX;
+  else return MPI_C_DOUBLE_COMPLEX;
+}
+
+template <typename T>
+T conjugated(const T& x) {
+  if constexpr (shardwise::detail::is_complex_v<T>) return std::conj(x);
+  else return x;
+}
+
+/// 'N' -> 0, 'T' -> 1, 'C' -> 2 (either case); -1 otherwise.
+inline int op_code(char t) {
+  switch (t) {
+    case 'N': case 'n': return 0;
+    case 'T': case 't': return 1;
+    case 'C': case 'c': return 2;
+    default: return -1;
+  }
+}
+
+/// A rectangle of op-space: rows [row0, row0 + rows), columns [col0, col0 + cols).
+struct Rect {
+  std::int64_t row0 = 0, col0 = 0, rows = 0, cols = 0;
+};
+
+/// An operand as ScaLAPACK passes it: local array, the submatrix's first global row and
+/// column (0-based here), its descriptor's distributions, and op.
+template <typename Pointer>
+struct BlockCyclicOperand {
+  Pointer data = nullptr;
+  std::int64_t ld = 1;
+  std::int64_t row0 = 0, col0 = 0;  ///< IA - 1, JA - 1
+  BlockCyclicDim rows, cols;
+  int op = 0;  ///< 0: as is; 1: transposed; 2: conjugate-transposed
+
+  /// The rows and columns of the array's own index space that an op-space rectangle covers.
+  [[nodiscard]] Rect source(const Rect& r) const {
+    return op == 0 ? Rect{row0 + r.row0, col0 + r.col0, r.rows, r.cols} : Rect{row0 + r.col0, col0 + r.row0, r.cols, r.rows};
+  }
+};
+
+/// Calls f(global row, global column, local offset) for the elements of `source` that
+/// process (p, q) holds, in a fixed order (column runs, columns, row runs, rows), which the
+/// sender and the receiver both follow.
+template <typename F>
+void for_each_held(const BlockCyclicDim& rows, const BlockCyclicDim& cols, int p, int q, const Rect& source,
+                   std::int64_t ld, F&& f) {
+  if (source.rows <= 0 || source.cols <= 0) return;
+  const std::vector<IndexRun> row_runs = owned_runs(rows, p, source.row0, source.rows);
+  if (row_runs.empty()) return;
+  for (const IndexRun& c : owned_runs(cols, q, source.col0, source.cols))
+    for (std::int64_t j = 0; j < c.length; ++j)
+      for (const IndexRun& r : row_runs)
+        for (std::int64_t i = 0; i < r.length; ++i) f(r.global + i, c.global + j, (c.local + j) * ld + r.local + i);
+}
+
+/// How many elements of `source` process (p, q) holds.
+inline std::int64_t held_count(const BlockCyclicDim& rows, const BlockCyclicDim& cols, int p, int q, const Rect& source) {
+  if (source.rows <= 0 || source.cols <= 0) return 0;
+  std::int64_t r = 0, c = 0;
+  for (const IndexRun& run : owned_runs(rows, p, source.row0, source.rows)) r += run.length;
+  for (const IndexRun& run : owned_runs(cols, q, source.col0, source.cols)) c += run.length;
+  return r * c;
+}
+
+/// Buffers kept from call to call: no allocation in the steady state.
+template <typename Scalar>
+struct pgemm_workspace {
+  std::vector<Scalar> send, receive, a, b, c;
+  std::vector<int> send_counts, send_offsets, receive_counts, receive_offsets;
+};
+
+template <typename Scalar>
+pgemm_workspace<Scalar>& workspace() {
+  static pgemm_workspace<Scalar> w;
+  return w;
+}
+
+/// Sets the all-to-all counts and offsets (pgemm has checked that every total fits an int).
+inline void set_counts(const std::vector<std::int64_t>& counts, std::vector<int>& out, std::vector<int>& offsets) {
+  out.resize(counts.size());
+  offsets.resize(counts.size());
+  std::int64_t total = 0;
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    out[i] = static_cast<int>(counts[i]);
+    offsets[i] = static_cast<int>(total);
+    total += counts[i];
+  }
+}
+
+using Cube = Mesh<Axis<"x", dynamic_extent>, Axis<"y", dynamic_extent>, Axis<"z", dynamic_extent>>;
+
+/// A plan for one (P, m, n, k, scalar size): its mesh, its lowered program, and where A, B
+/// and C start and end.
+struct cached_plan {
+  MeshedMatmulChoice planned;
+  shardwise::detail::program program;
+  Cube cube{1, 1, 1};
+};
+
+/// The process groups of the plans' meshes over one grid's communicator. Kept as an MPI
+/// attribute of that communicator, so that they are made on every rank of the grid at the
+/// same call (a new communicator has none on any rank) and freed with it (BLACS_GRIDEXIT): a
+/// handle is a per-process value that MPI may reuse, never a key.
+struct grid_meshes {
+  std::map<std::array<int, 3>, std::unique_ptr<ProcessGroupMesh<Cube>>> meshes;
+};
+
+inline int grid_meshes_keyval() {
+  static const int key = [] {
+    int k = MPI_KEYVAL_INVALID;
+    MPI_Comm_create_keyval(
+        MPI_COMM_NULL_COPY_FN,
+        [](MPI_Comm, int, void* attribute, void*) -> int {
+          delete static_cast<grid_meshes*>(attribute);
+          return MPI_SUCCESS;
+        },
+        &k, nullptr);
+    return k;
+  }();
+  return key;
+}
+
+inline grid_meshes& meshes_of_grid(MPI_Comm comm) {
+  void* attribute = nullptr;
+  int found = 0;
+  MPI_Comm_get_attr(comm, grid_meshes_keyval(), &attribute, &found);
+  if (found) return *static_cast<grid_meshes*>(attribute);
+  auto* fresh = new grid_meshes;
+  MPI_Comm_set_attr(comm, grid_meshes_keyval(), fresh);
+  return *fresh;
+}
+
+inline std::map<std::tuple<int, std::int64_t, std::int64_t, std::int64_t, int, std::int64_t>,
+                std::unique_ptr<cached_plan>>&
+plan_cache() {
+  static std::map<std::tuple<int, std::int64_t, std::int64_t, std::int64_t, int, std::int64_t>,
+                  std::unique_ptr<cached_plan>>
+      cache;
+  return cache;
+}
+
+/// Bytes per rank the plan may hold: by default four times the rank's share of A, B and C
+/// plus 16 MiB (room for the replicas a 2.5D or 3-D plan keeps); SHARDWISE_PGEMM_BUDGET_MIB
+/// overrides it.
+inline std::int64_t budget_bytes(int ranks, std::int64_t m, std::int64_t n, std::int64_t k, int scalar_bytes) {
+  if (const char* env = std::getenv("SHARDWISE_PGEMM_BUDGET_MIB"); env != nullptr && *env != '\0')
+    return std::int64_t{std::atoll(env)} << 20;
+  return 4 * scalar_bytes * ((m * k + k * n + m * n) / ranks + 1) + (std::int64_t{16} << 20);
+}
+
+inline const cached_plan* plan_for(int ranks, std::int64_t m, std::int64_t n, std::int64_t k, int scalar_bytes) {
+  const std::int64_t budget = budget_bytes(ranks, m, n, k, scalar_bytes);
+  const auto key = std::make_tuple(ranks, m, n, k, scalar_bytes, budget);
+  auto& cache = plan_cache();
+  if (auto it = cache.find(key); it != cache.end()) return it->second.get();
+  auto entry = std::make_unique<cached_plan>();
+  entry->planned = plan_matmul_any_mesh(ranks, {{.m = m, .k = k, .n = n}, scalar_bytes, budget});
+  if (!entry->planned.choice.found) return cache.emplace(key, nullptr).first->second.get();
+  const auto& choice = entry->planned.choice;
+  const auto row_major = shardwise::detail::dim_order::row_major(2);
+  entry->program = shardwise::detail::lower(choice.plan.steps, choice.plan.start, shardwise::detail::matmul_indices,
+                                            choice.panel_width, row_major, row_major, {}, row_major);
+  std::array<int, 3> extents{1, 1, 1};
+  for (int a = 0; a < entry->planned.mesh.ndim; ++a)
+    extents[static_cast<std::size_t>(a)] = entry->planned.mesh.extents[static_cast<std::size_t>(a)];
+  entry->cube = Cube{extents[0], extents[1], extents[2]};
+  return cache.emplace(key, std::move(entry)).first->second.get();
+}
+
+inline ProcessGroupMesh<Cube>& groups_for(MPI_Comm comm, const Cube& cube) {
+  auto& meshes = meshes_of_grid(comm).meshes;
+  const std::array<int, 3> key{cube.extent(0), cube.extent(1), cube.extent(2)};
+  auto& slot = meshes[key];
+  if (!slot) slot = std::make_unique<ProcessGroupMesh<Cube>>(MpiCommunicator(comm), cube);
+  return *slot;
+}
+
+/// Each rank's rectangle of an m x n operand stored as `t` on the plan's mesh.
+inline std::vector<Rect> rectangles(const shardwise::detail::tensor_axes& t, std::int64_t rows, std::int64_t cols, const Cube& cube) {
+  std::vector<Rect> r(static_cast<std::size_t>(cube.size()));
+  for (int rank = 0; rank < cube.size(); ++rank) {
+    const shardwise::detail::block_geometry geo(cube, cube.unravel(rank));
+    const shardwise::detail::tensor_extents local = shardwise::detail::local_extents(t, {rows, cols}, geo);
+    r[static_cast<std::size_t>(rank)] = {geo.offset(rows, t.dim(0)), geo.offset(cols, t.dim(1)), local[0], local[1]};
+  }
+  return r;
+}
+
+/// One all-to-all over the grid: op(sub(X)) into each rank's rectangle `to`, row-major.
+template <typename Scalar>
+void block_cyclic_to_blocks(const BlockCyclicOperand<const Scalar*>& x, const Grid& grid,
+                            const std::vector<Rect>& to, std::vector<Scalar>& out, pgemm_workspace<Scalar>& w) {
+  const int ranks = grid.rows * grid.cols, me = grid.row * grid.cols + grid.col;
+  const Rect mine = to[static_cast<std::size_t>(me)];
+  std::vector<std::int64_t> send(static_cast<std::size_t>(ranks)), receive(static_cast<std::size_t>(ranks));
+  std::int64_t send_total = 0, receive_total = 0;
+  for (int d = 0; d < ranks; ++d) {
+    send_total += send[static_cast<std::size_t>(d)] =
+        held_count(x.rows, x.cols, grid.row, grid.col, x.source(to[static_cast<std::size_t>(d)]));
+    receive_total += receive[static_cast<std::size_t>(d)] =
+        held_count(x.rows, x.cols, d / grid.cols, d % grid.cols, x.source(mine));
+  }
+  set_counts(send, w.send_counts, w.send_offsets);
+  set_counts(receive, w.receive_counts, w.receive_offsets);
+  w.send.resize(static_cast<std::size_t>(std::max<std::int64_t>(send_total, 1)));
+  w.receive.resize(static_cast<std::size_t>(std::max<std::int64_t>(receive_total, 1)));
+  Scalar* packed = w.send.data();
+  for (int d = 0; d < ranks; ++d)
+    for_each_held(x.rows, x.cols, grid.row, grid.col, x.source(to[static_cast<std::size_t>(d)]), x.ld,
+                  [&](std::int64_t, std::int64_t, std::int64_t offset) { *packed++ = x.data[offset]; });
+  MPI_Alltoallv(w.send.data(), w.send_counts.data(), w.send_offsets.data(), mpi_type<Scalar>(), w.receive.data(),
+                w.receive_counts.data(), w.receive_offsets.data(), mpi_type<Scalar>(), grid.comm);
+  stats().redistributed_bytes += static_cast<std::int64_t>(sizeof(Scalar)) *
+                                 (send_total - send[static_cast<std::size_t>(me)]);
+  out.resize(static_cast<std::size_t>(std::max<std::int64_t>(mine.rows * mine.cols, 1)));
+  const Rect source = x.source(mine);
+  const Scalar* next = w.receive.data();
+  for (int s = 0; s < ranks; ++s)
+    for_each_held(x.rows, x.cols, s / grid.cols, s % grid.cols, source, x.ld,
+                  [&](std::int64_t gr, std::int64_t gc, std::int64_t) {
+                    const std::int64_t i = gr - source.row0, j = gc - source.col0;  // in the source rectangle
+                    if (x.op == 0) out[static_cast<std::size_t>(i * mine.cols + j)] = *next++;
+                    else if (x.op == 1) out[static_cast<std::size_t>(j * mine.cols + i)] = *next++;
+                    else out[static_cast<std::size_t>(j * mine.cols + i)] = conjugated(*next++);
+                  });
+}
+
+/// One all-to-all over the grid: each rank's rectangle `from` of the product (row-major in
+/// `in`) to sub(C)'s block-cyclic owners, which store alpha * value + beta * C.
+template <typename Scalar>
+void blocks_to_block_cyclic(const std::vector<Scalar>& in, const std::vector<Rect>& from, const Grid& grid,
+                            const BlockCyclicOperand<Scalar*>& c, Scalar alpha, Scalar beta,
+                            pgemm_workspace<Scalar>& w) {
+  const int ranks = grid.rows * grid.cols, me = grid.row * grid.cols + grid.col;
+  const Rect mine = c.source(from[static_cast<std::size_t>(me)]);
+  std::vector<std::int64_t> send(static_cast<std::size_t>(ranks)), receive(static_cast<std::size_t>(ranks));
+  std::int64_t send_total = 0, receive_total = 0;
+  for (int d = 0; d < ranks; ++d) {
+    send_total += send[static_cast<std::size_t>(d)] = held_count(c.rows, c.cols, d / grid.cols, d % grid.cols, mine);
+    receive_total += receive[static_cast<std::size_t>(d)] =
+        held_count(c.rows, c.cols, grid.row, grid.col, c.source(from[static_cast<std::size_t>(d)]));
+  }
+  set_counts(send, w.send_counts, w.send_offsets);
+  set_counts(receive, w.receive_counts, w.receive_offsets);
+  w.send.resize(static_cast<std::size_t>(std::max<std::int64_t>(send_total, 1)));
+  w.receive.resize(static_cast<std::size_t>(std::max<std::int64_t>(receive_total, 1)));
+  Scalar* packed = w.send.data();
+  for (int d = 0; d < ranks; ++d)
+    for_each_held(c.rows, c.cols, d / grid.cols, d % grid.cols, mine, c.ld,
+                  [&](std::int64_t gr, std::int64_t gc, std::int64_t) {
+                    *packed++ = in[static_cast<std::size_t>((gr - mine.row0) * mine.cols + (gc - mine.col0))];
+                  });
+  MPI_Alltoallv(w.send.data(), w.send_counts.data(), w.send_offsets.data(), mpi_type<Scalar>(), w.receive.data(),
+                w.receive_counts.data(), w.receive_offsets.data(), mpi_type<Scalar>(), grid.comm);
+  stats().redistributed_bytes += static_cast<std::int64_t>(sizeof(Scalar)) *
+                                 (send_total - send[static_cast<std::size_t>(me)]);
+  const Scalar* next = w.receive.data();
+  const bool read_c = beta != Scalar(0);
+  for (int s = 0; s < ranks; ++s)
+    for_each_held(c.rows, c.cols, grid.row, grid.col, c.source(from[static_cast<std::size_t>(s)]), c.ld,
+                  [&](std::int64_t, std::int64_t, std::int64_t offset) {
+                    const Scalar v = alpha * *next++;
+                    c.data[offset] = read_c ? v + beta * c.data[offset] : v;
+                  });
+}
+
+/// sub(C) := beta sub(C) on this rank's elements (beta = 0: zeros, C not read).
+template <typename Scalar>
+void scale_local(const BlockCyclicOperand<Scalar*>& c, const Grid& grid, std::int64_t m, std::int64_t n, Scalar beta) {
+  if (beta == Scalar(1)) return;
+  for_each_held(c.rows, c.cols, grid.row, grid.col, Rect{c.row0, c.col0, m, n}, c.ld,
+                [&](std::int64_t, std::int64_t, std::int64_t offset) {
+                  c.data[offset] = beta == Scalar(0) ? Scalar(0) : beta * c.data[offset];
+                });
+}
+
+/// Why an argument is out of ScaLAPACK's rules on this rank (empty: none).
+inline std::string check_operand(const char* name, const Descriptor& d, const Grid& g, int i, int j,
+                                 std::int64_t rows, std::int64_t cols) {
+  const std::string n = name;
+  if (d.dtype != 1) return "DESC" + n + "(DTYPE_) is " + std::to_string(d.dtype) + ", not 1 (dense block-cyclic)";
+  if (d.m < 0 || d.n < 0) return "DESC" + n + " has a negative extent";
+  if (d.mb < 1 || d.nb < 1) return "DESC" + n + "'s block sizes MB and NB must be at least 1";
+  if (d.rsrc < 0 || d.rsrc >= g.rows || d.csrc < 0 || d.csrc >= g.cols)
+    return "DESC" + n + "'s RSRC/CSRC are outside the grid";
+  if (d.lld < std::max<std::int64_t>(1, d.row_dim(g).local_extent(g.row)))
+    return "DESC" + n + "(LLD_) is smaller than the local rows";
+  if (i < 1 || j < 1) return "I" + n + " and J" + n + " must be at least 1";
+  if (rows > 0 && cols > 0 && (i - 1 + rows > d.m || j - 1 + cols > d.n))
+    return "sub(" + n + ") reaches past the global " + n;
+  return {};
+}
+
+}  // namespace detail
+
+/// This process's counts since the start (or the last reset).
+inline PgemmStats pgemm_stats() { return detail::stats(); }
+/// Sets the counts back to zero.
+inline void reset_pgemm_stats() { detail::stats() = {}; }
+
+/// sub(C) := alpha op(sub(A)) op(sub(B)) + beta sub(C), collective over `grid` (see the top of
+/// this file). Not covered (the same on every rank, with the reason): arguments out of
+/// ScaLAPACK's rules, A, B and C on different contexts, arguments that differ across ranks,
+/// no plan within the memory budget, and an operand of more than 2^31 - 1 elements.
+template <typename Scalar>
+PgemmOutcome pgemm(char transa, char transb, int m, int n, int k, Scalar alpha, const Scalar* a, int ia, int ja,
+                   const int* desca, const Scalar* b, int ib, int jb, const int* descb, Scalar beta, Scalar* c, int ic,
+                   int jc, const int* descc, const Grid& grid) {
+  static_assert(shardwise::detail::is_array_scalar_v<Scalar>,
+                "shardwise::scalapack::pgemm: the scalar must be float, double, std::complex<float> or "
+                "std::complex<double> (psgemm, pdgemm, pcgemm, pzgemm)");
+  using namespace detail;
+  ++stats().calls;
+  const Descriptor da = Descriptor::from(desca), db = Descriptor::from(descb), dc = Descriptor::from(descc);
+  const int opa = op_code(transa), opb = op_code(transb);
+  std::string problem;
+  if (opa < 0) problem = "TRANSA is not 'N', 'T' or 'C'";
+  else if (opb < 0) problem = "TRANSB is not 'N', 'T' or 'C'";
+  else if (m < 0 || n < 0 || k < 0) problem = "M, N and K must not be negative";
+  else if (da.context != dc.context || db.context != dc.context) problem = "A, B and C are on different BLACS contexts";
+  if (problem.empty()) problem = check_operand("C", dc, grid, ic, jc, m, n);
+  if (problem.empty()) problem = check_operand("A", da, grid, ia, ja, opa == 0 ? m : k, opa == 0 ? k : m);
+  if (problem.empty()) problem = check_operand("B", db, grid, ib, jb, opb == 0 ? k : n, opb == 0 ? n : k);
+
+  // Every rank's verdict and arguments, compared in one all-reduce (minimum of x and of -x).
+  const std::array<std::int64_t, 13> mine{problem.empty() ? 0 : 1, m, n, k, opa, opb, ia, ja, ib, jb, ic, jc,
+                                          static_cast<std::int64_t>(sizeof(Scalar))};
+  std::array<std::int64_t, 26> both{};
+  for (std::size_t i = 0; i < mine.size(); ++i) both[i] = mine[i], both[i + mine.size()] = -mine[i];
+  MPI_Allreduce(MPI_IN_PLACE, both.data(), static_cast<int>(both.size()), MPI_INT64_T, MPI_MIN, grid.comm);
+  bool differ = false;
+  for (std::size_t i = 1; i < mine.size(); ++i) differ = differ || both[i] != -both[i + mine.size()];
+  if (-both[mine.size()] != 0 || differ) {
+    ++stats().not_covered;
+    if (differ) return {PgemmResult::not_covered, "the arguments differ across the ranks of the grid"};
+    return {PgemmResult::not_covered, problem.empty() ? "another rank's arguments are out of ScaLAPACK's rules"
+                                                      : problem};
+  }
+
+  const BlockCyclicOperand<Scalar*> sub_c{c, dc.lld, ic - 1, jc - 1, dc.row_dim(grid), dc.col_dim(grid), 0};
+  if (m == 0 || n == 0) {
+    ++stats().without_product;
+    return {};
+  }
+  if (alpha == Scalar(0) || k == 0) {
+    scale_local(sub_c, grid, m, n, beta);
+    ++stats().without_product;
+    return {};
+  }
+
+  // Every exchange then counts in int, as MPI_Alltoallv does: each element of an operand is
+  // sent once, so no rank sends or receives more than the largest operand.
+  if (std::max({std::int64_t{m} * k, std::int64_t{k} * n, std::int64_t{m} * n}) > INT_MAX) {
+    ++stats().not_covered;
+    return {PgemmResult::not_covered, "an operand has more than 2^31 - 1 elements"};
+  }
+  const int ranks = grid.rows * grid.cols;
+  const cached_plan* plan = plan_for(ranks, m, n, k, static_cast<int>(sizeof(Scalar)));
+  if (plan == nullptr) {
+    ++stats().not_covered;
+    return {PgemmResult::not_covered, "no plan fits the memory budget (SHARDWISE_PGEMM_BUDGET_MIB)"};
+  }
+  const MatmulChoice& choice = plan->planned.choice;
+  const std::vector<Rect> rect_a = rectangles(choice.plan.start[Operand::A], m, k, plan->cube);
+  const std::vector<Rect> rect_b = rectangles(choice.plan.start[Operand::B], k, n, plan->cube);
+  const std::vector<Rect> rect_c = rectangles(choice.c, m, n, plan->cube);
+
+  auto& w = workspace<Scalar>();
+  const BlockCyclicOperand<const Scalar*> sub_a{a, da.lld, ia - 1, ja - 1, da.row_dim(grid), da.col_dim(grid), opa};
+  const BlockCyclicOperand<const Scalar*> sub_b{b, db.lld, ib - 1, jb - 1, db.row_dim(grid), db.col_dim(grid), opb};
+  block_cyclic_to_blocks(sub_a, grid, rect_a, w.a, w);
+  block_cyclic_to_blocks(sub_b, grid, rect_b, w.b, w);
+  const Rect out = rect_c[static_cast<std::size_t>(grid.row * grid.cols + grid.col)];
+  w.c.resize(static_cast<std::size_t>(std::max<std::int64_t>(out.rows * out.cols, 1)));
+  ProcessGroupMesh<Cube>& groups = groups_for(grid.comm, plan->cube);
+  const shardwise::detail::operand_extents global = shardwise::detail::matmul_extents({.m = m, .k = k, .n = n});
+  shardwise::detail::executor<Scalar, true>(plan->program, groups.state(), global, {w.a.data(), w.b.data(), nullptr, w.c.data()})
+      .run();
+  stats().plan_bytes += shardwise::detail::schedule_traffic(choice.plan.steps, choice.plan.start, global,
+                                                            groups.geometry(), static_cast<std::int64_t>(sizeof(Scalar)),
+                                                            choice.panel_width)
+                            .bytes;
+  blocks_to_block_cyclic(w.c, rect_c, grid, sub_c, alpha, beta, w);
+  ++stats().planned;
+  return {};
+}
+
+}  // namespace shardwise::scalapack

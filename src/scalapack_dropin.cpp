@@ -1,0 +1,122 @@
+// libshardwise_scalapack: ScaLAPACK's psgemm_, pdgemm_, pcgemm_ and pzgemm_ (also without the
+// underscore and in upper case), computed by shardwise (shardwise/scalapack/pgemm.hpp).
+//
+// A program that calls p?gemm is switched over by linking, not by editing it: put this
+// library before ScaLAPACK,
+//     mpicc prog.c -lshardwise_scalapack -lscalapack-openmpi
+// and its calls (and ScaLAPACK's own internal calls to p?gemm) come here. What shardwise does
+// not compute goes to the next p?gemm in link order (ScaLAPACK's, through dlsym(RTLD_NEXT)),
+// and is counted: arguments out of ScaLAPACK's rules (so that ScaLAPACK reports them as it
+// always has), descriptors of a type other than dense block-cyclic, A, B and C on different
+// contexts, arguments that differ across ranks, a BLACS whose grid communicator is numbered
+// otherwise, no plan within the memory budget, an operand of more than 2^31 - 1 elements.
+//
+// Environment:
+//   SHARDWISE_PGEMM_REPORT=1       at exit, rank 0 of MPI_COMM_WORLD prints what its calls did
+//   SHARDWISE_PGEMM_BUDGET_MIB=N   the plans' memory per rank (default: see pgemm.hpp)
+#include <dlfcn.h>
+
+#include <complex>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+
+#include "shardwise/scalapack/blacs.hpp"
+#include "shardwise/scalapack/pgemm.hpp"
+
+namespace {
+
+namespace sc = shardwise::scalapack;
+
+template <typename T>
+using pgemm_function = void (*)(const char*, const char*, const int*, const int*, const int*, const T*, const T*,
+                                const int*, const int*, const int*, const T*, const int*, const int*, const int*,
+                                const T*, T*, const int*, const int*, const int*);
+
+std::int64_t fallbacks = 0;
+int report_rank = -1;  // this process's rank in MPI_COMM_WORLD, once a call has come
+
+void report() {
+  if (report_rank != 0) return;
+  const sc::PgemmStats s = sc::pgemm_stats();
+  std::fprintf(stderr,
+               "shardwise p?gemm (rank 0): %lld calls: %lld planned by shardwise, %lld without a product, %lld handed "
+               "to ScaLAPACK; %.1f MiB redistributed, %.1f MiB in plans\n",
+               static_cast<long long>(s.calls), static_cast<long long>(s.planned),
+               static_cast<long long>(s.without_product), static_cast<long long>(fallbacks),
+               static_cast<double>(s.redistributed_bytes) / (1 << 20), static_cast<double>(s.plan_bytes) / (1 << 20));
+}
+
+void first_call() {
+  static const bool once = [] {
+    const char* env = std::getenv("SHARDWISE_PGEMM_REPORT");
+    if (env != nullptr && *env != '\0' && *env != '0') {
+      MPI_Comm_rank(MPI_COMM_WORLD, &report_rank);
+      std::atexit(report);
+    }
+    return true;
+  }();
+  static_cast<void>(once);
+}
+
+template <typename T>
+void dropin(const char* next_name, const char* transa, const char* transb, const int* m, const int* n, const int* k,
+            const T* alpha, const T* a, const int* ia, const int* ja, const int* desca, const T* b, const int* ib,
+            const int* jb, const int* descb, const T* beta, T* c, const int* ic, const int* jc, const int* descc) {
+  first_call();
+  const int context = descc[1];
+  // A process outside C's grid takes no part, as in ScaLAPACK.
+  if (!sc::in_grid(context)) return;
+  std::string reason;
+  try {
+    const std::optional<sc::Grid> grid = sc::grid_of(context);
+    if (!grid) {
+      reason = "the BLACS grid's communicator is not numbered row-major";
+    } else {
+      const sc::PgemmOutcome outcome = sc::pgemm<T>(*transa, *transb, *m, *n, *k, *alpha, a, *ia, *ja, desca, b, *ib,
+                                                     *jb, descb, *beta, c, *ic, *jc, descc, *grid);
+      if (outcome.result == sc::PgemmResult::computed) return;
+      reason = outcome.reason;
+    }
+  } catch (const std::exception& e) {
+    // A failure in the middle of a collective call: no way back to a Fortran caller.
+    std::fprintf(stderr, "shardwise %s: %s\n", next_name, e.what());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  ++fallbacks;
+  static const auto next = reinterpret_cast<pgemm_function<T>>(dlsym(RTLD_NEXT, next_name));
+  if (next == nullptr) {
+    std::fprintf(stderr, "shardwise %s: %s, and no ScaLAPACK %s follows this library in link order to hand it to\n",
+                 next_name, reason.c_str(), next_name);
+    return;
+  }
+  next(transa, transb, m, n, k, alpha, a, ia, ja, desca, b, ib, jb, descb, beta, c, ic, jc, descc);
+}
+
+}  // namespace
+
+// The Fortran names (PBLAS's C routines take no hidden string lengths), then the plain and
+// upper-case spellings some compilers and codes use.
+#define SHARDWISE_PGEMM_ENTRY(name, T, next)                                                                         \
+  extern "C" void name(const char* transa, const char* transb, const int* m, const int* n, const int* k,            \
+                       const T* alpha, const T* a, const int* ia, const int* ja, const int* desca, const T* b,      \
+                       const int* ib, const int* jb, const int* descb, const T* beta, T* c, const int* ic,          \
+                       const int* jc, const int* descc) {                                                           \
+    dropin<T>(next, transa, transb, m, n, k, alpha, a, ia, ja, desca, b, ib, jb, descb, beta, c, ic, jc, descc); \
+  }
+
+SHARDWISE_PGEMM_ENTRY(psgemm_, float, "psgemm_")
+SHARDWISE_PGEMM_ENTRY(pdgemm_, double, "pdgemm_")
+SHARDWISE_PGEMM_ENTRY(pcgemm_, std::complex<float>, "pcgemm_")
+SHARDWISE_PGEMM_ENTRY(pzgemm_, std::complex<double>, "pzgemm_")
+SHARDWISE_PGEMM_ENTRY(psgemm, float, "psgemm_")
+SHARDWISE_PGEMM_ENTRY(pdgemm, double, "pdgemm_")
+SHARDWISE_PGEMM_ENTRY(pcgemm, std::complex<float>, "pcgemm_")
+SHARDWISE_PGEMM_ENTRY(pzgemm, std::complex<double>, "pzgemm_")
+SHARDWISE_PGEMM_ENTRY(PSGEMM, float, "psgemm_")
+SHARDWISE_PGEMM_ENTRY(PDGEMM, double, "pdgemm_")
+SHARDWISE_PGEMM_ENTRY(PCGEMM, std::complex<float>, "pcgemm_")
+SHARDWISE_PGEMM_ENTRY(PZGEMM, std::complex<double>, "pzgemm_")
+
+/// Calls of this process handed to ScaLAPACK's own routine (for tests and tools).
+extern "C" long long shardwise_pgemm_fallbacks(void) { return static_cast<long long>(fallbacks); }

@@ -1,0 +1,274 @@
+// shardwise::scalapack::pgemm against the real thing: the same random calls go to ScaLAPACK's
+// psgemm_/pdgemm_/pcgemm_/pzgemm_ (Debian's libscalapack-openmpi) and to shardwise, on the same
+// descriptors, and the two sub(C)s must agree (1e-12 relative to the largest element for
+// double and complex<double>, 1e-4 for float and complex<float>), with the elements outside
+// sub(C) untouched.
+//
+// Every grid of the world's P ranks (1 x P, P x 1 and the ones between), in row- and
+// column-major grid order; per grid, random cases: TRANSA and TRANSB in N/T/C, uneven M, N,
+// K from 0 to 70, submatrices (IA, JA, ... from 1 to 6 inside larger matrices), MB and NB in
+// {1, 2, 7, 64} chosen separately for A, B and C, random RSRC/CSRC, LLD with padding, alpha
+// and beta random, 0 or 1, and beta = 0 with NaN in C (which must not be read).
+//
+//   mpiexec -n P test_pgemm_scalapack [cases per grid]
+#include <mpi.h>
+
+#include <cmath>
+#include <complex>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <random>
+#include <string>
+#include <algorithm>
+#include <iterator>
+#include <vector>
+
+#include "shardwise/scalapack/blacs.hpp"
+#include "shardwise/scalapack/pgemm.hpp"
+
+extern "C" {
+void Cblacs_gridinit(int* context, const char* order, int nprow, int npcol);
+void Cblacs_gridexit(int context);
+void psgemm_(const char*, const char*, const int*, const int*, const int*, const float*, const float*, const int*,
+             const int*, const int*, const float*, const int*, const int*, const int*, const float*, float*,
+             const int*, const int*, const int*);
+void pdgemm_(const char*, const char*, const int*, const int*, const int*, const double*, const double*, const int*,
+             const int*, const int*, const double*, const int*, const int*, const int*, const double*, double*,
+             const int*, const int*, const int*);
+void pcgemm_(const char*, const char*, const int*, const int*, const int*, const std::complex<float>*,
+             const std::complex<float>*, const int*, const int*, const int*, const std::complex<float>*, const int*,
+             const int*, const int*, const std::complex<float>*, std::complex<float>*, const int*, const int*,
+             const int*);
+void pzgemm_(const char*, const char*, const int*, const int*, const int*, const std::complex<double>*,
+             const std::complex<double>*, const int*, const int*, const int*, const std::complex<double>*, const int*,
+             const int*, const int*, const std::complex<double>*, std::complex<double>*, const int*, const int*,
+             const int*);
+}
+
+namespace {
+
+namespace sc = shardwise::scalapack;
+
+template <typename T>
+void reference_pgemm(const char* ta, const char* tb, const int* m, const int* n, const int* k, const T* alpha,
+                     const T* a, const int* ia, const int* ja, const int* da, const T* b, const int* ib,
+                     const int* jb, const int* db, const T* beta, T* c, const int* ic, const int* jc, const int* dc) {
+  if constexpr (std::is_same_v<T, float>) psgemm_(ta, tb, m, n, k, alpha, a, ia, ja, da, b, ib, jb, db, beta, c, ic, jc, dc);
+  else if constexpr (std::is_same_v<T, double>) pdgemm_(ta, tb, m, n, k, alpha, a, ia, ja, da, b, ib, jb, db, beta, c, ic, jc, dc);
+  else if constexpr (std::is_same_v<T, std::complex<float>>) pcgemm_(ta, tb, m, n, k, alpha, a, ia, ja, da, b, ib, jb, db, beta, c, ic, jc, dc);
+  else pzgemm_(ta, tb, m, n, k, alpha, a, ia, ja, da, b, ib, jb, db, beta, c, ic, jc, dc);
+}
+
+template <typename T>
+const char* type_name() {
+  if constexpr (std::is_same_v<T, float>) return "psgemm";
+  else if constexpr (std::is_same_v<T, double>) return "pdgemm";
+  else if constexpr (std::is_same_v<T, std::complex<float>>) return "pcgemm";
+  else return "pzgemm";
+}
+
+template <typename T>
+double magnitude(const T& x) {
+  return static_cast<double>(std::abs(x));
+}
+
+template <typename T>
+bool is_nan(const T& x) {
+  if constexpr (shardwise::detail::is_complex_v<T>) return std::isnan(x.real()) || std::isnan(x.imag());
+  else return std::isnan(x);
+}
+
+template <typename T>
+T random_scalar(std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  if constexpr (shardwise::detail::is_complex_v<T>) {
+    const double re = u(rng), im = u(rng);
+    return T(static_cast<typename T::value_type>(re), static_cast<typename T::value_type>(im));
+  } else {
+    return static_cast<T>(u(rng));
+  }
+}
+
+/// A global matrix's local array on this process of the grid, its elements a function of
+/// their global index (the same on every rank, whatever the distribution).
+template <typename T>
+struct LocalArray {
+  std::vector<T> data;
+  int desc[9]{};
+};
+
+template <typename T>
+LocalArray<T> make_array(const sc::Grid& g, int context, int rows, int cols, int mb, int nb, int rsrc, int csrc,
+                         int pad, std::uint64_t seed, bool nan) {
+  LocalArray<T> x;
+  const sc::BlockCyclicDim r{rows, mb, rsrc, g.rows}, c{cols, nb, csrc, g.cols};
+  const auto local_rows = static_cast<int>(r.local_extent(g.row)), local_cols = static_cast<int>(c.local_extent(g.col));
+  const int lld = std::max(1, local_rows) + pad;
+  x.desc[0] = 1, x.desc[1] = context, x.desc[2] = rows, x.desc[3] = cols, x.desc[4] = mb, x.desc[5] = nb;
+  x.desc[6] = rsrc, x.desc[7] = csrc, x.desc[8] = lld;
+  x.data.assign(static_cast<std::size_t>(lld) * static_cast<std::size_t>(std::max(1, local_cols)), T(-7));
+  for (int lj = 0; lj < local_cols; ++lj)
+    for (int li = 0; li < local_rows; ++li) {
+      const std::int64_t gi = r.global_index(li, g.row), gj = c.global_index(lj, g.col);
+      std::mt19937_64 rng(seed * 1000003u + static_cast<std::uint64_t>(gi * 7919 + gj));
+      T v = random_scalar<T>(rng);
+      if (nan) v = T(std::numeric_limits<double>::quiet_NaN());
+      x.data[static_cast<std::size_t>(lj) * static_cast<std::size_t>(lld) + static_cast<std::size_t>(li)] = v;
+    }
+  return x;
+}
+
+struct Failure {
+  int count = 0;
+};
+
+template <typename T>
+void run_case(const sc::Grid& g, int context, std::mt19937_64& rng, const std::string& grid_text, Failure& failures,
+              int& fallbacks) {
+  auto pick = [&](std::initializer_list<int> options) {
+    return *(options.begin() + static_cast<std::ptrdiff_t>(rng() % options.size()));
+  };
+  auto uniform = [&](int lo, int hi) { return lo + static_cast<int>(rng() % static_cast<std::uint64_t>(hi - lo + 1)); };
+  const char trans[] = {'N', 'T', 'C', 'n', 't', 'c'};
+  const char ta = trans[rng() % 6], tb = trans[rng() % 6];
+  const int m = uniform(0, 6) == 0 ? uniform(0, 2) : uniform(1, 70);
+  const int n = uniform(0, 6) == 0 ? uniform(0, 2) : uniform(1, 70);
+  const int k = uniform(0, 8) == 0 ? 0 : uniform(1, 70);
+  const bool ta_n = ta == 'N' || ta == 'n', tb_n = tb == 'N' || tb == 'n';
+  const int ia = uniform(1, 6), ja = uniform(1, 6), ib = uniform(1, 6), jb = uniform(1, 6), ic = uniform(1, 6),
+            jc = uniform(1, 6);
+  const int a_rows = ia - 1 + (ta_n ? m : k) + uniform(0, 3), a_cols = ja - 1 + (ta_n ? k : m) + uniform(0, 3);
+  const int b_rows = ib - 1 + (tb_n ? k : n) + uniform(0, 3), b_cols = jb - 1 + (tb_n ? n : k) + uniform(0, 3);
+  const int c_rows = ic - 1 + m + uniform(0, 3), c_cols = jc - 1 + n + uniform(0, 3);
+  const std::initializer_list<int> blocks = {1, 2, 7, 64};
+  const int beta_kind = uniform(0, 3);  // 0: zero with NaN in C, 1: one, 2: random, 3: zero
+  const T alpha = uniform(0, 9) == 0 ? T(0) : uniform(0, 4) == 0 ? T(1) : random_scalar<T>(rng);
+  const T beta = beta_kind == 0 || beta_kind == 3 ? T(0) : beta_kind == 1 ? T(1) : random_scalar<T>(rng);
+  const std::uint64_t seed = rng();
+  const auto a = make_array<T>(g, context, a_rows, a_cols, pick(blocks), pick(blocks), uniform(0, g.rows - 1),
+                               uniform(0, g.cols - 1), uniform(0, 2), seed, false);
+  const auto b = make_array<T>(g, context, b_rows, b_cols, pick(blocks), pick(blocks), uniform(0, g.rows - 1),
+                               uniform(0, g.cols - 1), uniform(0, 2), seed + 1, false);
+  const int mbc = pick(blocks), nbc = pick(blocks), rc = uniform(0, g.rows - 1), cc = uniform(0, g.cols - 1),
+            pc = uniform(0, 2);
+  auto c_ref = make_array<T>(g, context, c_rows, c_cols, mbc, nbc, rc, cc, pc, seed + 2, beta_kind == 0);
+  auto c_sw = c_ref;
+  if (std::getenv("PGEMM_TEST_TRACE") != nullptr)
+    std::printf("[%d,%d] %s grid %s: TRANS %c%c m %d n %d k %d\n", g.row, g.col, type_name<T>(), grid_text.c_str(), ta,
+                tb, m, n, k),
+        std::fflush(stdout);
+
+  reference_pgemm<T>(&ta, &tb, &m, &n, &k, &alpha, a.data.data(), &ia, &ja, a.desc, b.data.data(), &ib, &jb, b.desc,
+                     &beta, c_ref.data.data(), &ic, &jc, c_ref.desc);
+  const sc::PgemmOutcome outcome = sc::pgemm<T>(ta, tb, m, n, k, alpha, a.data.data(), ia, ja, a.desc, b.data.data(),
+                                                ib, jb, b.desc, beta, c_sw.data.data(), ic, jc, c_sw.desc, g);
+  if (outcome.result != sc::PgemmResult::computed) ++fallbacks;
+
+  // Largest |reference| and largest difference, over every rank; NaN where both have it (C
+  // outside sub(C) with beta = 0) is equal, NaN on one side only is a failure.
+  double largest = 0, worst = 0;
+  int nan_mismatch = 0;
+  for (std::size_t i = 0; i < c_ref.data.size(); ++i) {
+    const bool nan_ref = is_nan(c_ref.data[i]), nan_sw = is_nan(c_sw.data[i]);
+    if (nan_ref || nan_sw) {
+      nan_mismatch += nan_ref != nan_sw;
+      continue;
+    }
+    largest = std::max(largest, magnitude(c_ref.data[i]));
+    worst = std::max(worst, magnitude(c_ref.data[i] - c_sw.data[i]));
+  }
+  double both[2] = {largest, worst};
+  MPI_Allreduce(MPI_IN_PLACE, both, 2, MPI_DOUBLE, MPI_MAX, g.comm);
+  MPI_Allreduce(MPI_IN_PLACE, &nan_mismatch, 1, MPI_INT, MPI_SUM, g.comm);
+  const double tolerance = (std::is_same_v<T, float> || std::is_same_v<T, std::complex<float>>) ? 1e-4 : 1e-12;
+  const bool right = outcome.result == sc::PgemmResult::computed && nan_mismatch == 0 &&
+                     both[1] <= tolerance * std::max(1.0, both[0]);
+  if (!right) {
+    ++failures.count;
+    int world = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &world);
+    if (world == 0)
+      std::printf("FAIL %s grid %s: TRANS %c%c m %d n %d k %d IA,JA %d,%d IB,JB %d,%d IC,JC %d,%d A %dx%d MB %d NB %d "
+                  "B %dx%d MB %d NB %d C %dx%d MB %d NB %d beta kind %d: max |diff| %.3g of %.3g, NaN mismatches %d%s%s\n",
+                  type_name<T>(), grid_text.c_str(), ta, tb, m, n, k, ia, ja, ib, jb, ic, jc, a_rows, a_cols, a.desc[4],
+                  a.desc[5], b_rows, b_cols, b.desc[4], b.desc[5], c_rows, c_cols, mbc, nbc, beta_kind, both[1],
+                  both[0], nan_mismatch, outcome.reason.empty() ? "" : ", not covered: ", outcome.reason.c_str());
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  const int cases = argc > 1 ? std::atoi(argv[1]) : 40;
+  int world = 0, size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &world);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  Failure failures;
+  int total = 0, fallbacks = 0;
+  for (int p = 1; p <= size; ++p) {
+    if (size % p != 0) continue;
+    for (const char* order : {"R", "C"}) {
+      int context = 0;
+      Cblacs_get(0, 0, &context);
+      Cblacs_gridinit(&context, order, p, size / p);
+      const std::optional<sc::Grid> grid = sc::grid_of(context);
+      if (!grid) {
+        if (world == 0) std::printf("FAIL: the grid's communicator is not numbered row-major\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+      }
+      const std::string grid_text = std::to_string(p) + "x" + std::to_string(size / p) + " order " + order;
+      std::mt19937_64 rng(static_cast<std::uint64_t>(p * 131 + order[0]));
+      for (int i = 0; i < cases; ++i) {
+        run_case<double>(*grid, context, rng, grid_text, failures, fallbacks);
+        run_case<std::complex<double>>(*grid, context, rng, grid_text, failures, fallbacks);
+        if (i % 4 == 0) {
+          run_case<float>(*grid, context, rng, grid_text, failures, fallbacks);
+          run_case<std::complex<float>>(*grid, context, rng, grid_text, failures, fallbacks);
+          total += 2;
+        }
+        total += 2;
+      }
+      Cblacs_gridexit(context);
+    }
+  }
+  // Refusals: the same outcome on every rank, no hang, no change to C.
+  {
+    int context = 0;
+    Cblacs_get(0, 0, &context);
+    Cblacs_gridinit(&context, "R", 1, size);
+    const sc::Grid g = *sc::grid_of(context);
+    auto x = make_array<double>(g, context, 9, 9, 2, 2, 0, 0, 0, 5, false);
+    const auto before = x.data;
+    auto refused = [&](const char* what, const std::string& expected, char ta, int m, int lld_cut, int a_rows = 0) {
+      int d[9];
+      std::copy(std::begin(x.desc), std::end(x.desc), d);
+      d[8] -= lld_cut;
+      if (a_rows > 0) d[2] = a_rows;
+      const sc::PgemmOutcome o = sc::pgemm<double>(ta, 'N', m, 4, 4, 1.0, x.data.data(), 1, 1, d, x.data.data(), 1, 1,
+                                                   x.desc, 0.0, x.data.data(), 1, 1, x.desc, g);
+      int bad = o.result != sc::PgemmResult::not_covered || o.reason.find(expected) == std::string::npos ||
+                x.data != before;
+      MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+      if (bad) {
+        ++failures.count;
+        std::printf("FAIL refusal (%s) on rank %d: '%s'\n", what, world, o.reason.c_str());
+      }
+      ++total;
+    };
+    refused("TRANSA", "TRANSA is not", 'X', 4, 0);
+    refused("sub(A) too large", "sub(A) reaches past", 'N', 4, 0, 3);
+    if (size > 1) refused("M differs", "differ across the ranks", 'N', world == size - 1 ? 3 : 4, 0);
+    // LLD below the local rows on the last rank only: its reason there, the others' here.
+    refused("LLD on one rank", world == size - 1 ? "LLD_" : "another rank", 'N', 4, world == size - 1 ? 5 : 0);
+    Cblacs_gridexit(context);
+  }
+  const sc::PgemmStats stats = sc::pgemm_stats();
+  if (world == 0)
+    std::printf("%d ranks: %d cases against ScaLAPACK, %d differ; %lld planned, %lld without a product, %lld not covered\n",
+                size, total, failures.count, static_cast<long long>(stats.planned),
+                static_cast<long long>(stats.without_product), static_cast<long long>(stats.not_covered));
+  MPI_Finalize();
+  return failures.count == 0 && fallbacks == 0 && stats.not_covered == (size > 1 ? 4 : 3) ? 0 : 1;
+}
