@@ -50,18 +50,29 @@ namespace shardwise::scalapack {
 /// which is how BLACS numbers the processes of a grid in either grid order.
 struct Grid {
   MPI_Comm comm = MPI_COMM_NULL;  ///< The grid's communicator.
-  int rows = 1, cols = 1;         ///< NPROW, NPCOL.
-  int row = 0, col = 0;           ///< This process: MYROW, MYCOL.
+  int rows = 1;                   ///< NPROW.
+  int cols = 1;                   ///< NPCOL.
+  int row = 0;                    ///< This process's MYROW.
+  int col = 0;                    ///< This process's MYCOL.
 };
 
 /// A ScaLAPACK array descriptor (DTYPE_ = 1: dense block-cyclic; the 9 integers in order).
 struct Descriptor {
-  int dtype = 1, context = 0, m = 0, n = 0, mb = 1, nb = 1, rsrc = 0, csrc = 0, lld = 1;
+  int dtype = 1;    ///< DTYPE_: 1 for a dense matrix.
+  int context = 0;  ///< CTXT_: the BLACS context of the grid.
+  int m = 0;        ///< M_: global rows.
+  int n = 0;        ///< N_: global columns.
+  int mb = 1;       ///< MB_: rows per block.
+  int nb = 1;       ///< NB_: columns per block.
+  int rsrc = 0;     ///< RSRC_: the process row of the first block row.
+  int csrc = 0;     ///< CSRC_: the process column of the first block column.
+  int lld = 1;      ///< LLD_: the leading dimension of the local array.
 
   /// From the 9 integers of DESC.
   static Descriptor from(const int* d) { return {d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7], d[8]}; }
-  /// The row and column distributions on `grid`.
+  /// The distribution of the rows on grid `g`.
   [[nodiscard]] BlockCyclicDim row_dim(const Grid& g) const { return {m, mb, rsrc, g.rows}; }
+  /// The distribution of the columns on grid `g`.
   [[nodiscard]] BlockCyclicDim col_dim(const Grid& g) const { return {n, nb, csrc, g.cols}; }
 };
 
@@ -73,11 +84,12 @@ enum class PgemmResult {
 
 /// A call's outcome.
 struct PgemmOutcome {
-  PgemmResult result = PgemmResult::computed;
+  PgemmResult result = PgemmResult::computed;  ///< Computed here, or not covered.
   std::string reason;  ///< Why it was not covered (the same text on every rank).
 };
 
-/// What this process's calls did, since the start or reset_pgemm_stats().
+/// What this process's calls did, since the start or the last reset: the answer of
+/// shardwise::scalapack::pgemm_stats.
 struct PgemmStats {
   std::int64_t calls = 0;             ///< pgemm() calls.
   std::int64_t planned = 0;           ///< Calls that ran a plan.
