@@ -3,10 +3,10 @@
 set -euo pipefail
 
 packages=(
-  g++ clang-16 meson ninja-build pkg-config python3 cmake git
+  gcc g++ clang-16 meson ninja-build pkg-config python3 cmake git
   libeigen3-dev libopenmpi-dev openmpi-bin
   libgtest-dev libgmock-dev libbenchmark-dev
-  libopenblas-dev libscalapack-openmpi-dev   # BLAS backend, and pdgemm as a benchmark peer
+  libopenblas-dev libscalapack-openmpi-dev   # BLAS backend; ScaLAPACK: the drop-in p?gemm, its tests and the pdgemm peer
   gnuplot-nox                                # benchmark plot
   doxygen                                    # API reference (ninja -C build docs, test docs)
   libsimgrid-dev                             # smpicxx, smpirun: simulated clusters (benchmarks/simulate)
