@@ -152,12 +152,38 @@ struct matrix_view {
 };
 
 #if SHARDWISE_HAS_BLAS
+/// y = op(M) x + beta y through CBLAS: M is rows x cols with leading dimension ld.
+template <typename Scalar>
+void blas_gemv(decltype(CblasRowMajor) layout, decltype(CblasNoTrans) op, int rows, int cols, const Scalar* m,
+               int ld, const Scalar* x, int incx, Scalar beta, Scalar* y, int incy) {
+  const Scalar one(1);
+  if constexpr (std::is_same_v<Scalar, double>) cblas_dgemv(layout, op, rows, cols, one, m, ld, x, incx, beta, y, incy);
+  else if constexpr (std::is_same_v<Scalar, float>) cblas_sgemv(layout, op, rows, cols, one, m, ld, x, incx, beta, y, incy);
+  else if constexpr (std::is_same_v<Scalar, std::complex<double>>)
+    cblas_zgemv(layout, op, rows, cols, &one, m, ld, x, incx, &beta, y, incy);
+  else cblas_cgemv(layout, op, rows, cols, &one, m, ld, x, incx, &beta, y, incy);
+}
+
 /// C = A * B + beta C through CBLAS, which takes the storage orders as run-time values.
 template <typename Scalar>
 void blas_gemm(matrix_view<Scalar> c, matrix_view<const Scalar> a, matrix_view<const Scalar> b, Scalar beta) {
   constexpr auto int_max = std::numeric_limits<int>::max();
   if (a.rows > int_max || b.cols > int_max || a.cols > int_max || a.ld > int_max || b.ld > int_max || c.ld > int_max)
     throw std::length_error("shardwise: a block is too large for a 32-bit BLAS");
+  // A product with one column (or one row) is a matrix-vector product: GEMV reads the matrix
+  // once where GEMM would first pack a copy of it (a solver's matvec is all matrix reads).
+  if (b.cols == 1 && a.rows > 1 && a.cols > 0) {  // c = A b
+    return blas_gemv<Scalar>(a.row_major ? CblasRowMajor : CblasColMajor, CblasNoTrans, static_cast<int>(a.rows),
+                             static_cast<int>(a.cols), a.data, static_cast<int>(a.ld), b.data,
+                             b.row_major ? static_cast<int>(b.ld) : 1, beta, c.data,
+                             c.row_major ? static_cast<int>(c.ld) : 1);
+  }
+  if (a.rows == 1 && b.cols > 1 && a.cols > 0) {  // c^T = B^T a^T
+    return blas_gemv<Scalar>(b.row_major ? CblasRowMajor : CblasColMajor, CblasTrans, static_cast<int>(b.rows),
+                             static_cast<int>(b.cols), b.data, static_cast<int>(b.ld), a.data,
+                             a.row_major ? 1 : static_cast<int>(a.ld), beta, c.data,
+                             c.row_major ? 1 : static_cast<int>(c.ld));
+  }
   const auto layout = c.row_major ? CblasRowMajor : CblasColMajor;
   // A block stored in the other order is the transpose of one stored in C's order.
   const auto op_a = a.row_major == c.row_major ? CblasNoTrans : CblasTrans;
