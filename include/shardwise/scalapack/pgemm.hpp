@@ -179,6 +179,7 @@ inline std::int64_t held_count(const BlockCyclicDim& rows, const BlockCyclicDim&
 template <typename Scalar>
 struct pgemm_workspace {
   std::vector<Scalar> send, receive, a, b, c;
+  std::vector<std::int64_t> send_elements, receive_elements;  ///< per rank, before set_counts
   std::vector<int> send_counts, send_offsets, receive_counts, receive_offsets;
 };
 
@@ -198,6 +199,25 @@ inline void set_counts(const std::vector<std::int64_t>& counts, std::vector<int>
     offsets[i] = static_cast<int>(total);
     total += counts[i];
   }
+}
+
+/// The all-to-all both redistributions make: w.send_elements[d] elements to rank d, packed by
+/// pack(w.send.data()) in rank order; w.receive_elements[s] from rank s land in w.receive.
+template <typename Scalar, typename Pack>
+void exchange(const Grid& grid, pgemm_workspace<Scalar>& w, Pack&& pack) {
+  const int me = grid.row * grid.cols + grid.col;
+  std::int64_t send_total = 0, receive_total = 0;
+  for (std::int64_t e : w.send_elements) send_total += e;
+  for (std::int64_t e : w.receive_elements) receive_total += e;
+  set_counts(w.send_elements, w.send_counts, w.send_offsets);
+  set_counts(w.receive_elements, w.receive_counts, w.receive_offsets);
+  w.send.resize(static_cast<std::size_t>(std::max<std::int64_t>(send_total, 1)));
+  w.receive.resize(static_cast<std::size_t>(std::max<std::int64_t>(receive_total, 1)));
+  pack(w.send.data());
+  MPI_Alltoallv(w.send.data(), w.send_counts.data(), w.send_offsets.data(), mpi_type<Scalar>(), w.receive.data(),
+                w.receive_counts.data(), w.receive_offsets.data(), mpi_type<Scalar>(), grid.comm);
+  stats().redistributed_bytes += static_cast<std::int64_t>(sizeof(Scalar)) *
+                                 (send_total - w.send_elements[static_cast<std::size_t>(me)]);
 }
 
 using Cube = Mesh<Axis<"x", dynamic_extent>, Axis<"y", dynamic_extent>, Axis<"z", dynamic_extent>>;
@@ -305,26 +325,19 @@ void block_cyclic_to_blocks(const BlockCyclicOperand<const Scalar*>& x, const Gr
                             const std::vector<Rect>& to, std::vector<Scalar>& out, pgemm_workspace<Scalar>& w) {
   const int ranks = grid.rows * grid.cols, me = grid.row * grid.cols + grid.col;
   const Rect mine = to[static_cast<std::size_t>(me)];
-  std::vector<std::int64_t> send(static_cast<std::size_t>(ranks)), receive(static_cast<std::size_t>(ranks));
-  std::int64_t send_total = 0, receive_total = 0;
+  w.send_elements.resize(static_cast<std::size_t>(ranks));
+  w.receive_elements.resize(static_cast<std::size_t>(ranks));
   for (int d = 0; d < ranks; ++d) {
-    send_total += send[static_cast<std::size_t>(d)] =
+    w.send_elements[static_cast<std::size_t>(d)] =
         held_count(x.rows, x.cols, grid.row, grid.col, x.source(to[static_cast<std::size_t>(d)]));
-    receive_total += receive[static_cast<std::size_t>(d)] =
+    w.receive_elements[static_cast<std::size_t>(d)] =
         held_count(x.rows, x.cols, d / grid.cols, d % grid.cols, x.source(mine));
   }
-  set_counts(send, w.send_counts, w.send_offsets);
-  set_counts(receive, w.receive_counts, w.receive_offsets);
-  w.send.resize(static_cast<std::size_t>(std::max<std::int64_t>(send_total, 1)));
-  w.receive.resize(static_cast<std::size_t>(std::max<std::int64_t>(receive_total, 1)));
-  Scalar* packed = w.send.data();
-  for (int d = 0; d < ranks; ++d)
-    for_each_held(x.rows, x.cols, grid.row, grid.col, x.source(to[static_cast<std::size_t>(d)]), x.ld,
-                  [&](std::int64_t, std::int64_t, std::int64_t offset) { *packed++ = x.data[offset]; });
-  MPI_Alltoallv(w.send.data(), w.send_counts.data(), w.send_offsets.data(), mpi_type<Scalar>(), w.receive.data(),
-                w.receive_counts.data(), w.receive_offsets.data(), mpi_type<Scalar>(), grid.comm);
-  stats().redistributed_bytes += static_cast<std::int64_t>(sizeof(Scalar)) *
-                                 (send_total - send[static_cast<std::size_t>(me)]);
+  exchange(grid, w, [&](Scalar* packed) {
+    for (int d = 0; d < ranks; ++d)
+      for_each_held(x.rows, x.cols, grid.row, grid.col, x.source(to[static_cast<std::size_t>(d)]), x.ld,
+                    [&](std::int64_t, std::int64_t, std::int64_t offset) { *packed++ = x.data[offset]; });
+  });
   out.resize(static_cast<std::size_t>(std::max<std::int64_t>(mine.rows * mine.cols, 1)));
   const Rect source = x.source(mine);
   const Scalar* next = w.receive.data();
@@ -346,27 +359,20 @@ void blocks_to_block_cyclic(const std::vector<Scalar>& in, const std::vector<Rec
                             pgemm_workspace<Scalar>& w) {
   const int ranks = grid.rows * grid.cols, me = grid.row * grid.cols + grid.col;
   const Rect mine = c.source(from[static_cast<std::size_t>(me)]);
-  std::vector<std::int64_t> send(static_cast<std::size_t>(ranks)), receive(static_cast<std::size_t>(ranks));
-  std::int64_t send_total = 0, receive_total = 0;
+  w.send_elements.resize(static_cast<std::size_t>(ranks));
+  w.receive_elements.resize(static_cast<std::size_t>(ranks));
   for (int d = 0; d < ranks; ++d) {
-    send_total += send[static_cast<std::size_t>(d)] = held_count(c.rows, c.cols, d / grid.cols, d % grid.cols, mine);
-    receive_total += receive[static_cast<std::size_t>(d)] =
+    w.send_elements[static_cast<std::size_t>(d)] = held_count(c.rows, c.cols, d / grid.cols, d % grid.cols, mine);
+    w.receive_elements[static_cast<std::size_t>(d)] =
         held_count(c.rows, c.cols, grid.row, grid.col, c.source(from[static_cast<std::size_t>(d)]));
   }
-  set_counts(send, w.send_counts, w.send_offsets);
-  set_counts(receive, w.receive_counts, w.receive_offsets);
-  w.send.resize(static_cast<std::size_t>(std::max<std::int64_t>(send_total, 1)));
-  w.receive.resize(static_cast<std::size_t>(std::max<std::int64_t>(receive_total, 1)));
-  Scalar* packed = w.send.data();
-  for (int d = 0; d < ranks; ++d)
-    for_each_held(c.rows, c.cols, d / grid.cols, d % grid.cols, mine, c.ld,
-                  [&](std::int64_t gr, std::int64_t gc, std::int64_t) {
-                    *packed++ = in[static_cast<std::size_t>((gr - mine.row0) * mine.cols + (gc - mine.col0))];
-                  });
-  MPI_Alltoallv(w.send.data(), w.send_counts.data(), w.send_offsets.data(), mpi_type<Scalar>(), w.receive.data(),
-                w.receive_counts.data(), w.receive_offsets.data(), mpi_type<Scalar>(), grid.comm);
-  stats().redistributed_bytes += static_cast<std::int64_t>(sizeof(Scalar)) *
-                                 (send_total - send[static_cast<std::size_t>(me)]);
+  exchange(grid, w, [&](Scalar* packed) {
+    for (int d = 0; d < ranks; ++d)
+      for_each_held(c.rows, c.cols, d / grid.cols, d % grid.cols, mine, c.ld,
+                    [&](std::int64_t gr, std::int64_t gc, std::int64_t) {
+                      *packed++ = in[static_cast<std::size_t>((gr - mine.row0) * mine.cols + (gc - mine.col0))];
+                    });
+  });
   const Scalar* next = w.receive.data();
   const bool read_c = beta != Scalar(0);
   for (int s = 0; s < ranks; ++s)
