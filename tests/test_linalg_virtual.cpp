@@ -121,8 +121,12 @@ TEST(LinalgVirtual, DotNormAxpyScaleMatvec) {
     if (std::abs(sw::dot(x, x_whole) - norm * norm) > 1e-13) fail("dot of a split and a replicated vector");
     if (counters.total() - before != sw::dot_plan<Grid, V, TS<R>>::traffic(Grid{}, at, {{'i', n}}, 8))
       fail("dot bytes, split and replicated");
+    before = counters.total();
     if (std::abs(sw::norm(x) - norm) > 1e-14) fail("norm");
+    if (counters.total() - before != sw::norm_plan<Grid, V>::traffic(Grid{}, at, {{'i', n}}, 8)) fail("norm bytes");
+    before = counters.total();
     if (std::abs(sw::norm(x_whole) - norm) > 1e-14) fail("norm of a replicated vector");
+    if (counters.total() != before) fail("the norm of a replicated vector sends nothing");
 
     sw::axpy(-2.0, x, y);  // y = y - 2 x
     sw::scale(0.5, y);     // y = y / 2 - x
@@ -137,11 +141,49 @@ TEST(LinalgVirtual, DotNormAxpyScaleMatvec) {
         sw::matvec_plan<Grid, TS<S<"x">, S<"y">>, TS<R>>::traffic(Grid{}, at, {{'i', n}, {'j', n}}, 8))
       fail("matvec bytes");
     const auto axl = ax.to_global();
+    // A by columns over (x,y) and x split like them, y requested split like x too: the pending
+    // sum is reduce-scattered into it, and nothing else moves.
+    using ByRanks = TS<S<"x", "y">>;
+    const auto a_columns = sw::ShardedTensor<double, Grid, TS<R, S<"x", "y">>>::distribute(groups, ag);
+    const auto x_split = sw::ShardedTensor<double, Grid, ByRanks>::distribute(groups, xg);
+    before = counters.total();
+    const sw::ShardedTensor<double, Grid, ByRanks> ax_split = sw::matvec<ByRanks>(a_columns, x_split);
+    using Requested = sw::matvec_plan<Grid, TS<R, S<"x", "y">>, ByRanks, ByRanks>;
+    static_assert(Requested::schedule.back().kind == sw::StepKind::reduce_scatter);
+    if (counters.total() - before != Requested::traffic(Grid{}, at, {{'i', n}, {'j', n}}, 8))
+      fail("matvec bytes, requested output");
+    const auto axl_split = ax_split.to_global();
     for (Eigen::Index i = 0; i < n; ++i) {
       double want = 0;
       for (Eigen::Index j = 0; j < n; ++j) want += ag(i, j) * xg(j);
       if (std::abs(axl(i) - want) > 1e-14) return fail("matvec");
+      if (std::abs(axl_split(i) - want) > 1e-14) return fail("matvec, requested output");
     }
+  });
+}
+
+// ---- generate: each rank computes its own block from global indices --------------------------
+TEST(LinalgVirtual, GenerateFillsEachBlockFromGlobalIndices) {
+  constexpr std::int64_t rows = 7, cols = 5;  // uneven over 2
+  const auto entry = [](std::int64_t i, std::int64_t j) { return static_cast<double>(100 * i + j); };
+  on_grid([&](sw::ProcessGroupMesh<Grid>& groups, const sw::CommCounters& counters, auto fail) {
+    const sw::Traffic before = counters.total();
+    const auto a = sw::ShardedTensor<double, Grid, TS<S<"y">, S<"x">>>::generate(groups, {rows, cols}, entry);
+    const auto p = sw::ShardedTensor<double, Grid, TS<S<"x">, R, sw::Partial<"y">>>::generate(groups, {rows, cols}, entry);
+    const auto v = sw::ShardedTensor<std::complex<double>, Grid, TS<S<"x", "y">>>::generate(
+        groups, {rows}, [](std::int64_t i) { return std::complex<double>(static_cast<double>(i), -1.0); });
+    const auto s = sw::ShardedTensor<double, Grid, Scalar0>::generate(groups, {}, [] { return 2.5; });
+    if (counters.total() != before) fail("generate sent bytes");
+    const auto al = a.to_global(), pl = sw::reduce(p).to_global();
+    const auto vl = v.to_global();
+    for (std::int64_t i = 0; i < rows; ++i) {
+      if (vl(i) != std::complex<double>(static_cast<double>(i), -1.0)) return fail("generate, complex vector");
+      for (std::int64_t j = 0; j < cols; ++j) {
+        if (al(i, j) != entry(i, j)) return fail("generate, 2-D blocks");
+        if (pl(i, j) != entry(i, j)) return fail("generate, Partial: one share holds the value");
+      }
+    }
+    if (s.local()() != 2.5) fail("generate, 0-D");
   });
 }
 
@@ -150,11 +192,17 @@ TEST(LinalgVirtual, ComplexDotConjugatesTheFirstArgument) {
   const auto xg = vector_of<C>(9, 0.4), yg = vector_of<C>(9, 1.7);
   C want = 0;
   for (Eigen::Index i = 0; i < 9; ++i) want += std::conj(xg(i)) * yg(i);
-  on_grid([&](sw::ProcessGroupMesh<Grid>& groups, const sw::CommCounters&, auto fail) {
-    const auto x = sw::ShardedTensor<C, Grid, TS<S<"y", "x">>>::distribute(groups, xg);
-    const auto y = sw::ShardedTensor<C, Grid, TS<S<"y", "x">>>::distribute(groups, yg);
+  on_grid([&](sw::ProcessGroupMesh<Grid>& groups, const sw::CommCounters& counters, auto fail) {
+    using V = TS<S<"y", "x">>;
+    const auto x = sw::ShardedTensor<C, Grid, V>::distribute(groups, xg);
+    const auto y = sw::ShardedTensor<C, Grid, V>::distribute(groups, yg);
     if (std::abs(sw::dot(x, y) - want) > 1e-14) fail("complex dot (dotc)");
-    if (std::abs(sw::norm(x) - std::sqrt(std::abs(sw::dot(x, x)))) > 1e-14) fail("complex norm");
+    const sw::Traffic before = counters.total();
+    const double norm = sw::norm(x);
+    // The scale is one double; the dot of the scaled vector a complex<double>.
+    if (counters.total() - before != sw::norm_plan<Grid, V>::traffic(Grid{}, groups.coordinate(), {{'i', 9}}, 16, 8))
+      fail("complex norm bytes");
+    if (std::abs(norm - std::sqrt(std::abs(sw::dot(x, x)))) > 1e-14) fail("complex norm");
   });
 }
 

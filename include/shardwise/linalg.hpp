@@ -16,13 +16,16 @@
 #include <cmath>
 #include <complex>
 #include <cstdint>
+#include <string>
 #include <type_traits>
 
 #include "shardwise/comm/types.hpp"
 #include "shardwise/einsum.hpp"
+#include "shardwise/plan/describe.hpp"
 #include "shardwise/plan/einsum_plan.hpp"
 #include "shardwise/sharded_tensor.hpp"
 #include "shardwise/sharding.hpp"
+#include "shardwise/traffic.hpp"
 
 namespace shardwise {
 
@@ -30,9 +33,42 @@ namespace shardwise {
 template <MeshType M, typename ShX, typename ShY>
 using dot_plan = einsum_plan<"i,i->", M, ShX, ShY, TensorSharding<>>;
 
-/// The plan of matvec(A, x): "ij,j->i", the natural output.
-template <MeshType M, typename ShA, typename ShX>
-using matvec_plan = einsum_plan<"ij,j->i", M, ShA, ShX>;
+/// The plan of matvec(A, x): "ij,j->i", with the natural output or the one requested (ShY).
+template <MeshType M, typename ShA, typename ShX, typename ShY = NaturalOutput>
+using matvec_plan = einsum_plan<"ij,j->i", M, ShA, ShX, ShY>;
+
+/// The plan of norm(x) for a vector sharded as Sh: an AllReduce (max) of one real over the axes
+/// that split x (the scale), then dot_plan's schedule on the scaled vector.
+template <MeshType M, typename Sh>
+struct norm_plan {
+  /// The dot product of the scaled vector with itself.
+  using dot = dot_plan<M, Sh, Sh>;
+  /// The mesh axes that split x: the scale's AllReduce runs over them.
+  static constexpr detail::axis_list split_axes = detail::resolve_sharding<M, Sh>().dims[0];
+
+  /// "AllReduce (max) of one real over x, then <dot_plan's description>".
+  static std::string describe() {
+    return (split_axes.empty() ? std::string()
+                               : "AllReduce (max) of the scale over " + detail::axes_text_of(split_axes, M::names) +
+                                     ", then ") +
+           dot::describe();
+  }
+  /// Bytes and messages the rank at `coordinate` sends for a vector of extents {{'i', n}}, with
+  /// elements of `scalar_bytes` whose magnitudes take `real_bytes` (half of a complex scalar's),
+  /// for a nonzero finite x (norm returns early, sending only the scale, otherwise).
+  static constexpr Traffic traffic(const M& mesh, const typename M::coordinate_type& coordinate,
+                                   const IndexExtents& extents, std::int64_t scalar_bytes,
+                                   std::int64_t real_bytes) {
+    const detail::block_geometry geo(mesh, coordinate);
+    return detail::ring_all_reduce_traffic(1, geo.group_size(split_axes), geo.group_rank(split_axes), real_bytes) +
+           dot::traffic(mesh, coordinate, extents, scalar_bytes);
+  }
+  /// The same for real scalars (the magnitude as wide as the scalar).
+  static constexpr Traffic traffic(const M& mesh, const typename M::coordinate_type& coordinate,
+                                   const IndexExtents& extents, std::int64_t scalar_bytes) {
+    return traffic(mesh, coordinate, extents, scalar_bytes, scalar_bytes);
+  }
+};
 
 namespace detail {
 
@@ -73,14 +109,15 @@ Scalar dot(const ShardedTensor<Scalar, M, ShX>& x, const ShardedTensor<Scalar, M
 }
 
 /// y = A x for a matrix A (a rank-2 ShardedTensor) and a vector x: einsum<"ij,j->i">, whose plan
-/// (matvec_plan) decides what moves; the result's sharding is the natural one.
-template <typename Scalar, MeshType M, typename ShA, typename ShX>
+/// (matvec_plan) decides what moves; the result's sharding is the natural one, or ShY when given
+/// (sw::matvec<TensorSharding<Split<"p">>>(A, x): a pending sum is then reduce-scattered into it).
+template <typename ShY = NaturalOutput, typename Scalar, MeshType M, typename ShA, typename ShX>
 auto matvec(const ShardedTensor<Scalar, M, ShA>& a, const ShardedTensor<Scalar, M, ShX>& x) {
   static_assert(detail::is_tensor_sharding_v<ShA> && ShA::rank == 2,
                 "shardwise::matvec: A must be a matrix (ShardedTensor with a TensorSharding of two dimensions)");
   static_assert(detail::is_vector_sharding_v<ShX>,
                 "shardwise::matvec: x must be a vector (ShardedTensor with a TensorSharding of one dimension)");
-  return einsum<"ij,j->i">(a, x);
+  return einsum<"ij,j->i", ShY>(a, x);
 }
 
 /// y += alpha x, each rank on its own block: no communication, so x and y must be sharded
@@ -107,8 +144,8 @@ void scale(std::type_identity_t<Scalar> alpha, ShardedTensor<Scalar, M, Sh>& x) 
 
 /// The 2-norm of a vector, the same on every rank. Scaled against overflow and underflow: each
 /// rank's block is divided by the largest magnitude over the vector before it is squared, as
-/// LAPACK's nrm2 does. Collective: an AllReduce (max) of one real over the axes that split x,
-/// then dot_plan's schedule on the scaled vector.
+/// LAPACK's nrm2 does. Collective: norm_plan's schedule, an AllReduce (max) of one real over the
+/// axes that split x, then dot_plan's on the scaled vector.
 template <typename Scalar, MeshType M, typename Sh>
 auto norm(const ShardedTensor<Scalar, M, Sh>& x) {
   static_assert(detail::is_vector_sharding_v<Sh>, "shardwise::norm: x must be a vector (rank-1 ShardedTensor)");
@@ -119,7 +156,7 @@ auto norm(const ShardedTensor<Scalar, M, Sh>& x) {
   const auto n = x.local().size();
   Real largest = 0;
   for (Eigen::Index i = 0; i < n; ++i) largest = std::max(largest, static_cast<Real>(std::abs(data[i])));
-  const detail::axis_list split = ShardedTensor<Scalar, M, Sh>::axes.dim(0);
+  constexpr detail::axis_list split = norm_plan<M, Sh>::split_axes;
   if (!split.empty()) x.groups().state("shardwise::norm").group_along(split).all_reduce(std::span<Real>(&largest, 1), ReduceOp::max);
   if (largest == Real(0) || !std::isfinite(largest)) return largest;
   ShardedTensor<Scalar, M, Sh> scaled(x.groups(), x.extents(), detail::uninitialized);

@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -74,6 +75,16 @@ inline std::string extents_text(std::span<const std::int64_t> extents) {
   }
   return text + "]";
 }
+
+/// A global index, one per dimension (the parameter pack of generate's element function).
+template <std::size_t>
+using global_index = std::int64_t;
+/// True when F can be called with N global indices (std::int64_t each).
+template <typename F, std::size_t N, typename = std::make_index_sequence<N>>
+inline constexpr bool invocable_with_indices_v = false;
+template <typename F, std::size_t N, std::size_t... I>
+inline constexpr bool invocable_with_indices_v<F, N, std::index_sequence<I...>> =
+    std::is_invocable_v<F, global_index<I>...>;
 
 template <typename T>
 concept row_major_tensor_like = requires(const T& t) {
@@ -165,6 +176,36 @@ class ShardedTensor {
                        result.local_extents_padded(), static_cast<int>(rank), true);
     else
       result.block_.setZero();
+    return result;
+  }
+
+  /// A tensor whose element at global index (i, j, ...) is `element(i, j, ...)` (one std::int64_t
+  /// per dimension), each rank calling it only for the elements of its own block: how a numerical
+  /// code fills a distributed matrix from a formula without holding or sending the whole.
+  /// Collective only through the extents check. Of a Partial, the rank that holds the value
+  /// computes it and the others hold zeros, as in distribute.
+  template <typename Element>
+  static ShardedTensor generate(const ProcessGroupMesh<M>& groups, const extents_type& extents, Element&& element) {
+    static_assert(detail::invocable_with_indices_v<Element&, rank>,
+                  "shardwise::ShardedTensor::generate: the element function must take one std::int64_t global "
+                  "index per dimension, e.g. [](std::int64_t i, std::int64_t j) { return 1.0 / (1 + i + j); }");
+    agree_on_all_ranks(groups.world(), extents, {}, "shardwise::ShardedTensor::generate",
+                       "the extents", extent_names);
+    ShardedTensor result(groups, extents, detail::uninitialized);
+    if (!result.holds_partial_share()) {
+      result.block_.setZero();
+      return result;
+    }
+    const extents_type first = result.offsets(), count = result.local_extents();
+    extents_type index = first;
+    Scalar* out = result.block_.data();
+    for (Eigen::Index e = 0; e < result.block_.size(); ++e) {
+      out[e] = static_cast<Scalar>(std::apply(element, index));
+      for (std::size_t d = rank; d-- > 0;) {  // the next index in row-major order
+        if (++index[d] < first[d] + count[d]) break;
+        index[d] = first[d];
+      }
+    }
     return result;
   }
 
