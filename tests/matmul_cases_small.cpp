@@ -37,6 +37,8 @@ void add_25d_cases(std::vector<PlanCase<Cube>>& cases) {
   add_case<Cube, double, G, G, TS<S<"x">, S<"y", "z">>, Layers>(cases);
   add_case<Cube, double, G, G, TS<S<"x", "z">, S<"y">>, Layers>(cases);
   add_case<Cube, double, G, G, TS<S<"x">, S<"y">, P<"z">>, Layers>(cases);
+  // Complex too: gemm's alpha, beta and op 'C' / 'T' on 2.5D (matmul_support.hpp's run_case).
+  add_case<Cube, std::complex<double>, G, G, NaturalOutput, Layers>(cases);
   // From operands stored once: gathered over z first (via), then 2.5D; and the 3-D algorithm
   // (m over x, k over z, n over y), which gathers A over y and B over x and scatters C over z.
   add_case<Cube, double, TS<S<"x">, S<"y", "z">>, TS<S<"x", "z">, S<"y">>, TS<S<"x">, S<"y", "z">>,

@@ -64,6 +64,8 @@ struct CaseResult {
   double error = 0;             ///< relative error of the gathered C against serial Eigen
   double gemm_error = 0;        ///< the same for gemm(alpha, A, B, beta, C) on the same plan
   Traffic gemm_measured;        ///< counted during that gemm (the plan's traffic: modeled below)
+  double op_error = 0;          ///< complex scalars: gemm(alpha, adjoint(Aᴴ), transposed(Bᵀ), beta, C)
+  Traffic op_measured;          ///< counted during that gemm (the same plan's traffic)
   double tolerance = 0;         ///< what the error may be for this scalar type
   bool local_shape_ok = false;  ///< this rank's block has the size the output sharding says
   Traffic measured;             ///< counted by the CountingCommunicator during the matmul
@@ -119,8 +121,28 @@ CaseResult run_case(ProcessGroupMesh<M>& groups, MatmulShape shape, std::uint64_
     const auto gemm_reference =
         (W(alpha) * reference + (zero_beta ? W(0) : W(beta)) * c0_global.template cast<W>()).eval();
     result.gemm_error = relative_error(c0.to_global(), gemm_reference);
+
+    // BLAS's op 'C' and 'T' on complex scalars (real transposes are the view tests'): Aᴴ and Bᵀ
+    // distributed with the transposed shardings, then adjoint(Aᴴ) (a conjugated copy of each
+    // block) and transposed(Bᵀ) (a view) have A's and B's shardings, so the plan is the same.
+    result.op_measured = result.modeled;
+    if constexpr (detail::is_complex_v<Scalar>) {
+      using Dense = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>;
+      const Dense ah_global = a_global.adjoint(), bt_global = b_global.transpose();
+      const auto ah =
+          ShardedMatrix<Scalar, M, typename detail::transposed_sharding<ShA>::type>::distribute(groups, ah_global);
+      const auto bt =
+          ShardedMatrix<Scalar, M, typename detail::transposed_sharding<ShB>::type>::distribute(groups, bt_global);
+      auto c1 = ShardedMatrix<Scalar, M, CT>::distribute(groups, c0_global);
+      if (zero_beta) c1.local().setConstant(scalar_of<Scalar>(std::nan(""), 0.0));
+      const Traffic op_before = counters ? counters->total() : Traffic{};
+      gemm(alpha, adjoint(ah), transposed(bt), beta, c1, Variant{});
+      result.op_measured = counters ? counters->total() - op_before : result.modeled;
+      result.op_error = relative_error(c1.to_global(), gemm_reference);
+    }
   } else {
     result.gemm_measured = result.modeled;
+    result.op_measured = result.modeled;
   }
   return result;
 }

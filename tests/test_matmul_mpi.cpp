@@ -20,14 +20,17 @@ template <typename M>
 void expect_case(CountedGroups<M>& g, const PlanCase<M>& c, sw::MatmulShape shape, std::uint64_t seed) {
   LocalChecks quiet;
   const CaseResult r = c.run(g.groups, shape, seed, g.counters.get());
-  double worst_error[2] = {r.error, r.gemm_error};
-  int all_ok[3] = {r.local_shape_ok ? 1 : 0, r.measured == r.modeled ? 1 : 0, r.gemm_measured == r.modeled ? 1 : 0};
-  MPI_Allreduce(MPI_IN_PLACE, worst_error, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  MPI_Allreduce(MPI_IN_PLACE, all_ok, 3, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+  double worst_error[3] = {r.error, r.gemm_error, r.op_error};
+  int all_ok[4] = {r.local_shape_ok ? 1 : 0, r.measured == r.modeled ? 1 : 0, r.gemm_measured == r.modeled ? 1 : 0,
+                   r.op_measured == r.modeled ? 1 : 0};
+  MPI_Allreduce(MPI_IN_PLACE, worst_error, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Allreduce(MPI_IN_PLACE, all_ok, 4, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
   SCOPED_TRACE(c.name + " on " + std::to_string(world_size()) + " ranks, m=" + std::to_string(shape.m) +
                " k=" + std::to_string(shape.k) + " n=" + std::to_string(shape.n) + ", seed " + std::to_string(seed));
   EXPECT_LE(worst_error[0], r.tolerance);
   EXPECT_LE(worst_error[1], r.tolerance) << "gemm(alpha, A, B, beta, C)";
+  EXPECT_LE(worst_error[2], r.tolerance) << "gemm(alpha, adjoint(Ah), transposed(Bt), beta, C)";
+  EXPECT_TRUE(all_ok[3]) << "a rank's traffic in gemm on adjoint and transposed operands differs from the model";
   EXPECT_TRUE(all_ok[0]) << "a rank's block has the wrong size";
   EXPECT_TRUE(all_ok[2]) << "a rank's gemm traffic differs from the model";
   EXPECT_TRUE(all_ok[1]) << "a rank's traffic differs from the model; this rank measured " << r.measured.bytes

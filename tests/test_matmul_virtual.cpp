@@ -45,6 +45,8 @@ void expect_case(const PlanCase<M>& c, const M& mesh, sw::MatmulShape shape, std
     EXPECT_LE(result.error, result.tolerance) << "rank " << r;
     EXPECT_LE(result.gemm_error, result.tolerance) << "rank " << r << ": gemm(alpha, A, B, beta, C)";
     EXPECT_EQ(result.gemm_measured, result.modeled) << "rank " << r << ": gemm's traffic";
+    EXPECT_LE(result.op_error, result.tolerance) << "rank " << r << ": gemm(alpha, adjoint(Ah), transposed(Bt), beta, C)";
+    EXPECT_EQ(result.op_measured, result.modeled) << "rank " << r << ": the traffic of gemm on adjoint and transposed";
     EXPECT_TRUE(result.local_shape_ok) << "rank " << r;
     EXPECT_EQ(result.measured, result.modeled) << "rank " << r << ": measured " << result.measured.bytes
                                                << " B / " << result.measured.messages << " messages, modeled "

@@ -327,4 +327,31 @@ auto transposed(const X& x) {
 template <typename Scalar, MeshType M, typename Sh, int Order>
 void transposed(ShardedMatrix<Scalar, M, Sh, Order, Owning>&&) = delete;
 
+/// The conjugate transpose Aᴴ, BLAS's op 'C': for real scalars, transposed(a) (a view, nothing
+/// copied). For complex scalars, an owning matrix with the transposed sharding and storage
+/// order whose block is this rank's block conjugated: one local pass over the block, no
+/// communication, and the product's plan is the one of transposed(a). Conjugation commutes
+/// with every step a plan takes (gathers, slices, sums), so the result is exact.
+template <typename X>
+auto adjoint(const X& x) {
+  static_assert(detail::is_matrix_type_v<X>,
+                "shardwise::adjoint: the argument must be a shardwise::ShardedMatrix (owning or a view)");
+  using Scalar = typename X::scalar_type;
+  if constexpr (!detail::is_complex_v<Scalar>) {
+    return transposed(x);
+  } else {
+    x.check_valid("shardwise::adjoint", "the matrix");
+    using Sh = typename detail::transposed_sharding<typename X::sharding>::type;
+    constexpr int order = X::storage_order == Eigen::RowMajor ? Eigen::ColMajor : Eigen::RowMajor;
+    ShardedMatrix<Scalar, typename X::mesh_type, Sh, order> result(x.groups(), x.cols(), x.rows(), detail::uninitialized);
+    // The adjoint of a block in one order, stored in the other: the same memory layout, conjugated.
+    result.local().noalias() = x.local().adjoint();
+    return result;
+  }
+}
+/// The adjoint of a real temporary would be a dangling view: keep the matrix in a variable first.
+template <typename Scalar, MeshType M, typename Sh, int Order>
+  requires(!detail::is_complex_v<Scalar>)
+void adjoint(ShardedMatrix<Scalar, M, Sh, Order, Owning>&&) = delete;
+
 }  // namespace shardwise
