@@ -237,3 +237,75 @@ TEST(SliceVirtual, MatvecOnGridCountedEqualsModel) {
 static_assert(sw::valid_einsum<"bsm,mh->bsh", sw::Mesh<sw::Axis<"x", 2>>, TS<R, R, R>, TS<R, R>, TS<R, S<"x">, R>>);
 static_assert(sw::einsum_plan<"bsm,mh->bsh", sw::Mesh<sw::Axis<"x", 2>>, TS<R, R, R>, TS<R, R>, TS<R, S<"x">, R>>::
                   schedule[1] == sw::Step{sw::StepKind::slice, sw::Operand::C, 1, {0}, {}});
+
+// ---- crossed axes: one input gathered and sliced, not both gathered ---------------------------
+
+namespace {
+// v[y] against A's columns over x: v is gathered over y and sliced to x (its 2 x 2 = 4 elements per
+// rank move, not A), then the product's partial sums are reduced over x.
+using CrossedMatvec = sw::einsum_plan<"ij,j->i", Grid, TS<R, S<"x">>, TS<S<"y">>>;
+// A batch index over x in A and y in B: B is gathered over y and sliced to x, and C keeps x.
+using CrossedBatch = sw::einsum_plan<"bij,bjk->bik", Grid, TS<S<"x">, R, R>, TS<S<"y">, R, R>>;
+// Square matrices: gathering one and reducing C sends more than gathering both, so that runs.
+using CrossedSquare = sw::matmul_plan<Grid, TS<R, S<"x">>, TS<S<"y">, R>>;
+}  // namespace
+static_assert(CrossedMatvec::schedule[0] == sw::Step{sw::StepKind::all_gather, sw::Operand::B, 0, {1}, {}});
+static_assert(CrossedMatvec::schedule[1] == sw::Step{sw::StepKind::slice, sw::Operand::B, 0, {0}, {}});
+static_assert(CrossedMatvec::has_alternative);
+static_assert(std::is_same_v<CrossedBatch::output_sharding, TS<S<"x">, R, R>>);
+static_assert(CrossedBatch::schedule.size() == 3);
+
+TEST(SliceVirtual, CrossedAxesGatherOneInputAndSliceIt) {
+  constexpr std::int64_t n = 9, b = 5, m = 3;  // uneven over 2
+  EXPECT_FALSE(CrossedMatvec::uses_alternative(Grid{}, {{'i', n}, {'j', n}}, 8));
+  EXPECT_TRUE(CrossedSquare::uses_alternative(Grid{}, {.m = 64, .k = 64, .n = 64}, 8));
+  // The busiest rank: 4 doubles gathered plus an AllReduce of 9, against 9 x 5 doubles of A.
+  EXPECT_LT(CrossedMatvec::max_traffic(Grid{}, {{'i', n}, {'j', n}}, 8).bytes, 200);
+  Eigen::Tensor<double, 2, Eigen::RowMajor> a(n, n);
+  Eigen::Tensor<double, 1, Eigen::RowMajor> v(n);
+  Eigen::Tensor<double, 3, Eigen::RowMajor> x(b, m, m), y(b, m, m);
+  for (Eigen::Index i = 0; i < a.size(); ++i) a.data()[i] = std::sin(0.3 + static_cast<double>(i));
+  for (Eigen::Index i = 0; i < v.size(); ++i) v.data()[i] = std::cos(0.7 * static_cast<double>(i));
+  for (Eigen::Index i = 0; i < x.size(); ++i) {
+    x.data()[i] = std::sin(1.1 * static_cast<double>(i));
+    y.data()[i] = std::cos(0.5 + static_cast<double>(i));
+  }
+  std::vector<std::string> failures(4);
+  LocalChecks quiet;
+  sw::run_virtual_cluster(4, [&](sw::VirtualCommunicator& comm) {
+    const int rank = comm.rank();
+    auto counters = std::make_shared<sw::CommCounters>();
+    sw::ProcessGroupMesh<Grid> groups(sw::CountingCommunicator<sw::VirtualCommunicator>(std::move(comm), counters));
+    auto fail = [&](const std::string& what) {
+      if (failures[static_cast<std::size_t>(rank)].empty()) failures[static_cast<std::size_t>(rank)] = what;
+    };
+    const auto at = groups.coordinate();
+    const auto sa = sw::ShardedTensor<double, Grid, TS<R, S<"x">>>::distribute(groups, a);
+    const auto sv = sw::ShardedTensor<double, Grid, TS<S<"y">>>::distribute(groups, v);
+    sw::Traffic before = counters->total();
+    const auto product = sw::einsum<"ij,j->i">(sa, sv);
+    if (counters->total() - before != CrossedMatvec::traffic(Grid{}, at, {{'i', n}, {'j', n}}, 8)) fail("matvec bytes");
+    const auto av = product.to_global();
+    for (std::int64_t i = 0; i < n; ++i) {
+      double want = 0;
+      for (std::int64_t j = 0; j < n; ++j) want += a(i, j) * v(j);
+      if (std::abs(av(i) - want) > 1e-13) return fail("crossed matvec");
+    }
+
+    const auto sx = sw::ShardedTensor<double, Grid, TS<S<"x">, R, R>>::distribute(groups, x);
+    const auto sy = sw::ShardedTensor<double, Grid, TS<S<"y">, R, R>>::distribute(groups, y);
+    before = counters->total();
+    const auto xy = sw::einsum<"bij,bjk->bik">(sx, sy);
+    if (counters->total() - before != CrossedBatch::traffic(Grid{}, at, {{'b', b}, {'i', m}, {'j', m}, {'k', m}}, 8))
+      fail("batched bytes");
+    const auto xyl = xy.to_global();
+    for (std::int64_t s = 0; s < b; ++s)
+      for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t k = 0; k < m; ++k) {
+          double want = 0;
+          for (std::int64_t j = 0; j < m; ++j) want += x(s, i, j) * y(s, j, k);
+          if (std::abs(xyl(s, i, k) - want) > 1e-13) return fail("crossed batch");
+        }
+  });
+  for (std::size_t r = 0; r < failures.size(); ++r) EXPECT_EQ(failures[r], "") << "rank " << r;
+}

@@ -15,6 +15,11 @@
 //                                                        plans are kept, and the one whose
 //                                                        busiest rank sends fewer bytes for
 //                                                        the call's extents runs
+//   contracted or batch, split over crossed axes         AllGather one side along it (the
+//     (neither split a prefix of the other: x and y)    lower-rank one, B on a tie), slice it
+//                                                        to the other's split, then as the
+//                                                        same axes; or gather both: both
+//                                                        plans are kept, as above
 //   contracted, split differently                       AllGather each side along it over
 //                                                        its axes, then contract locally
 //   batch, split the same                               local
@@ -201,12 +206,38 @@ constexpr contraction_plan_data plan_contraction(const contraction_indices& ix, 
         b_now.dim(db) = sa;
       }
     };
+    // A shared letter split over crossed axes (neither split a prefix of the other, as x and
+    // y): one input is gathered along it and then sliced to the other's split, so that one
+    // operand moves instead of both. The lower-rank input is the one gathered (the vector of a
+    // matrix-vector product), B on a tie; the gather-both plan stays as the alternative, and
+    // the cheaper runs per call. `keeps(split)`: whether the letter may end up with that split.
+    // Its steps join `slices` in the order decided, as each decision reads the state before it.
+    auto gather_then_slice = [&](int da, int db, auto keeps) {
+      if (variant == VariantKind::ring || !slice_inputs) return;
+      const axis_list sa = a_now.dim(da), sb = b_now.dim(db);
+      if (sa.empty() || sb.empty() || is_prefix(sa, sb) || is_prefix(sb, sa)) return;
+      auto regather = [&](Operand op, tensor_axes& now, int d, const axis_list& from, const axis_list& to) {
+        tensor_axes after = now;
+        after.dim(d) = {};
+        if (!keeps(to) || intersects(to, after.used())) return false;
+        slices.push_back({StepKind::all_gather, op, d, from, {}});
+        slices.push_back({StepKind::slice, op, d, to, {}});
+        now.dim(d) = to;
+        return true;
+      };
+      if (ix.ranks[1] <= ix.ranks[0]) {
+        if (!regather(Operand::B, b_now, db, sb, sa)) regather(Operand::A, a_now, da, sa, sb);
+      } else if (!regather(Operand::A, a_now, da, sa, sb)) {
+        regather(Operand::B, b_now, db, sb, sa);
+      }
+    };
     // Contracted letters first: what they leave pending decides which outputs are reachable.
     for (int da = 0; da < ix.ranks[0]; ++da) {
       const char l = ix.letter(Operand::A, da);
       const int db = ix.dim_of(Operand::B, l);
       if (db < 0 || ix.dim_of(Operand::C, l) >= 0) continue;
       slice_to_match(da, db);
+      gather_then_slice(da, db, [](const axis_list&) { return true; });
       const axis_list &sa = a_now.dim(da), &sb = b_now.dim(db);
       if (sa == sb) {
         pending = concat(pending, sa);
@@ -237,6 +268,8 @@ constexpr contraction_plan_data plan_contraction(const contraction_indices& ix, 
         // Sliced only when C keeps that split: else gathering C afterwards would undo the slice.
         const axis_list& longer = a_now.dim(da).size() > b_now.dim(db).size() ? a_now.dim(da) : b_now.dim(db);
         if (natural_only || is_prefix(longer, want)) slice_to_match(da, db);
+        // Crossed: C keeps the split of the input not gathered, so it must lead to the one wanted.
+        gather_then_slice(da, db, [&](const axis_list& kept) { return natural_only || is_prefix(kept, want); });
         const axis_list meet = common_prefix(a_now.dim(da), b_now.dim(db));
         if (a_now.dim(da).size() > meet.size())
           gathers_a.push_back({StepKind::all_gather, Operand::A, da, tail(a_now.dim(da), meet.size()), {}});
