@@ -187,6 +187,44 @@ TEST(LinalgVirtual, GenerateFillsEachBlockFromGlobalIndices) {
   });
 }
 
+// ---- element-wise: any function of arrays sharded alike, on each rank's own block ----------------
+TEST(LinalgVirtual, ElementwiseOnEachBlock) {
+  using C = std::complex<double>;
+  constexpr std::int64_t rows = 5, cols = 3;  // uneven over 2
+  on_grid([&](sw::ProcessGroupMesh<Grid>& groups, const sw::CommCounters& counters, auto fail) {
+    using Sh = TS<S<"y">, S<"x">>;
+    const auto x = sw::ShardedTensor<double, Grid, Sh>::generate(
+        groups, {rows, cols}, [](std::int64_t i, std::int64_t j) { return static_cast<double>(i - 2 * j); });
+    auto y = sw::ShardedTensor<C, Grid, Sh>::generate(
+        groups, {rows, cols}, [](std::int64_t i, std::int64_t j) { return C(static_cast<double>(j), 1.0 + i); });
+    const sw::Traffic before = counters.total();
+    // Mixed scalar types; the result's is the function's (double from |y|).
+    const auto z = sw::elementwise([](double a, C b) { return a + std::abs(b); }, x, y);
+    static_assert(std::is_same_v<std::remove_const_t<decltype(z)>, sw::ShardedTensor<double, Grid, Sh>>);
+    sw::elementwise_into(y, [](C b, double a) { return b * a; }, y, x);  // in place
+    if (counters.total() != before) fail("elementwise sent bytes");
+    const auto zl = z.to_global();
+    const auto yl = y.to_global();
+    for (std::int64_t i = 0; i < rows; ++i)
+      for (std::int64_t j = 0; j < cols; ++j) {
+        const double a = static_cast<double>(i - 2 * j);
+        const C b(static_cast<double>(j), 1.0 + static_cast<double>(i));
+        if (zl(i, j) != a + std::abs(b)) return fail("elementwise");
+        if (yl(i, j) != b * a) return fail("elementwise_into, in place");
+      }
+    // Different extents: the same error on every rank.
+    const auto w = sw::ShardedTensor<double, Grid, Sh>::generate(groups, {rows, cols + 1},
+                                                                 [](std::int64_t, std::int64_t) { return 1.0; });
+    try {
+      (void)sw::elementwise([](double a, double b) { return a + b; }, x, w);
+      fail("elementwise of arrays of different extents was accepted");
+    } catch (const std::exception& e) {
+      if (std::string(e.what()).find("the arrays have different extents") == std::string::npos)
+        fail(std::string("unexpected message: ") + e.what());
+    }
+  });
+}
+
 TEST(LinalgVirtual, ComplexDotConjugatesTheFirstArgument) {
   using C = std::complex<double>;
   const auto xg = vector_of<C>(9, 0.4), yg = vector_of<C>(9, 1.7);

@@ -5,6 +5,7 @@
 //   sw::axpy(alpha, p, x);                // x += alpha p, each rank on its own block
 //   sw::scale(beta, p);                   // p *= beta
 //   const double n = sw::norm(r);         // the 2-norm, scaled against overflow
+//   auto z = sw::elementwise([](double a, double b) { return a * b; }, x, y);   // any f, no communication
 //
 // Vectors are rank-1 ShardedTensors. What contracts goes through the one planner as an einsum
 // spec, so every byte it moves is a named step of its plan (dot_plan, matvec_plan give the
@@ -140,6 +141,57 @@ void scale(std::type_identity_t<Scalar> alpha, ShardedTensor<Scalar, M, Sh>& x) 
   x.check_valid("shardwise::scale", "x");
   Scalar* data = x.local().data();
   for (Eigen::Index i = 0; i < x.local().size(); ++i) data[i] *= alpha;
+}
+
+namespace detail {
+
+/// The static checks of an element-wise operation on X and the arrays `Rest` (ShardedTensors).
+template <typename X, typename... Rest>
+constexpr void check_elementwise_operands() {
+  static_assert((is_sharded_tensor_v<Rest> && ...),
+                "shardwise::elementwise: every array must be a shardwise::ShardedTensor (a vector, matrix or "
+                "tensor of the library); wrap an Eigen object with ShardedTensor<...>::distribute first");
+  static_assert((std::is_same_v<typename Rest::mesh_type, typename X::mesh_type> && ...),
+                "shardwise::elementwise: the arrays must live on the same Mesh type");
+  static_assert((std::is_same_v<typename Rest::sharding, typename X::sharding> && ...),
+                "shardwise::elementwise: the arrays must have the same sharding, since each rank works on its own "
+                "block; reshard one first, e.g. sw::reshard<typename decltype(x)::sharding>(y)");
+  static_assert(!X::sharding::is_partial,
+                "shardwise::elementwise: the arrays are Partial (pending sums), and a function of the parts is not "
+                "the function of the sum; call reduce() on them first");
+}
+
+}  // namespace detail
+
+/// z(i, ...) = f(x(i, ...), y(i, ...), ...) into an existing array z of the same sharding and
+/// extents (which may be one of the arguments: each element is read before it is written), for
+/// arrays of any rank and scalar types: each rank on its own block, no communication, no allocation.
+template <typename Result, typename F, typename Scalar, MeshType M, typename Sh, typename... Rest>
+void elementwise_into(ShardedTensor<Result, M, Sh>& z, F&& f, const ShardedTensor<Scalar, M, Sh>& x,
+                      const Rest&... rest) {
+  detail::check_elementwise_operands<ShardedTensor<Scalar, M, Sh>, Rest...>();
+  z.check_valid("shardwise::elementwise", "the result");
+  x.check_valid("shardwise::elementwise", "the first array");
+  (rest.check_valid("shardwise::elementwise", "an array"), ...);
+  // Extents are agreed across ranks when an array is made, so this check fails on every rank alike.
+  if (z.extents() != x.extents() || ((rest.extents() != x.extents()) || ...))
+    detail::fail({"shardwise::elementwise: the arrays have different extents (the first is ",
+                  detail::extents_text(x.extents()), ", the result ", detail::extents_text(z.extents()), ")"});
+  Result* out = z.local().data();
+  const Scalar* first = x.local().data();
+  for (Eigen::Index i = 0; i < z.local().size(); ++i) out[i] = static_cast<Result>(f(first[i], rest.local().data()[i]...));
+}
+
+/// The same into a new array, whose scalar type is f's result type.
+template <typename F, typename Scalar, MeshType M, typename Sh, typename... Rest>
+auto elementwise(F&& f, const ShardedTensor<Scalar, M, Sh>& x, const Rest&... rest) {
+  detail::check_elementwise_operands<ShardedTensor<Scalar, M, Sh>, Rest...>();
+  using Result = std::remove_cvref_t<std::invoke_result_t<F&, Scalar, typename Rest::scalar_type...>>;
+  static_assert(detail::is_array_scalar_v<Result>,
+                "shardwise::elementwise: the function must return float, double or a std::complex of one");
+  ShardedTensor<Result, M, Sh> z(x.groups(), x.extents(), detail::uninitialized);
+  elementwise_into(z, f, x, rest...);
+  return z;
 }
 
 /// The 2-norm of a vector, the same on every rank. Scaled against overflow and underflow: each
