@@ -10,10 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "local_checks.hpp"
-#include "shardwise/comm/counting.hpp"
-#include "shardwise/comm/virtual_cluster.hpp"
 #include "shardwise/tensor.hpp"
+#include "virtual_counted.hpp"
 
 namespace sw = shardwise;
 using namespace sw::testing;
@@ -30,17 +28,7 @@ using Scalar0 = TS<>;
 /// and expects no rank to report a failure.
 template <typename F>
 void on_grid(F&& body) {
-  std::vector<std::string> failures(4);
-  LocalChecks quiet;
-  sw::run_virtual_cluster(4, [&](sw::VirtualCommunicator& comm) {
-    const int rank = comm.rank();
-    auto counters = std::make_shared<sw::CommCounters>();
-    sw::ProcessGroupMesh<Grid> groups(sw::CountingCommunicator<sw::VirtualCommunicator>(std::move(comm), counters));
-    auto fail = [&](const std::string& what) {
-      if (failures[static_cast<std::size_t>(rank)].empty()) failures[static_cast<std::size_t>(rank)] = what;
-    };
-    body(groups, *counters, fail);
-  });
+  const std::vector<std::string> failures = run_counted_on_cluster(Grid{}, body);
   for (std::size_t r = 0; r < failures.size(); ++r) EXPECT_EQ(failures[r], "") << "rank " << r;
 }
 

@@ -18,6 +18,7 @@
 #include "shardwise/comm/counting.hpp"
 #include "shardwise/comm/virtual_cluster.hpp"
 #include "shardwise/tensor.hpp"
+#include "virtual_counted.hpp"
 
 namespace sw = shardwise;
 using namespace sw::testing;
@@ -119,22 +120,15 @@ TEST(SliceVirtual, TypedReshardOfReplicatedIsZeroBytes) {
   Eigen::MatrixXd matrix(7, 5);
   for (Eigen::Index i = 0; i < matrix.rows(); ++i)
     for (Eigen::Index j = 0; j < matrix.cols(); ++j) matrix(i, j) = static_cast<double>(10 * i + j);
-  std::vector<std::string> failures(4);
-  LocalChecks quiet;
-  sw::run_virtual_cluster(4, [&](sw::VirtualCommunicator& comm) {
-    const int rank = comm.rank();
-    auto counters = std::make_shared<sw::CommCounters>();
-    sw::ProcessGroupMesh<Mesh> groups(sw::CountingCommunicator<sw::VirtualCommunicator>(std::move(comm), counters));
-    auto fail = [&](const std::string& what) {
-      if (failures[static_cast<std::size_t>(rank)].empty()) failures[static_cast<std::size_t>(rank)] = what;
-    };
+  const auto failures = run_counted_on_cluster(Mesh{}, [&](sw::ProcessGroupMesh<Mesh>& groups,
+                                                           const sw::CommCounters& counters, auto fail) {
     const auto replicated = sw::ShardedTensor<double, Mesh, TS<R, R, R>>::distribute(groups, global);
     const auto half = sw::ShardedTensor<double, Mesh, TS<R, S<"x">, R>>::distribute(groups, global);
 
-    const sw::Traffic before = counters->total();
+    const sw::Traffic before = counters.total();
     const auto split = sw::reshard<TS<S<"y">, R, S<"x">>>(replicated);  // replicated -> split
     const auto finer = sw::reshard<TS<R, S<"x", "y">, R>>(half);         // split over more axes
-    if (counters->total() != before) fail("a slice sent bytes");
+    if (counters.total() != before) fail("a slice sent bytes");
     const auto coordinate = groups.coordinate();
     using Slice = sw::reshard_plan<Mesh, TS<R, R, R>, TS<S<"y">, R, S<"x">>>;
     if (Slice::traffic(Mesh{}, coordinate, {5, 7, 3}, sizeof(double)) != sw::Traffic{}) fail("the model of a slice");
@@ -159,11 +153,11 @@ TEST(SliceVirtual, TypedReshardOfReplicatedIsZeroBytes) {
     // A matrix, both storage orders.
     const auto rep = sw::ShardedMatrix<double, Mesh, TS<R, R>>::distribute(groups, matrix);
     const auto colmajor = sw::ShardedMatrix<double, Mesh, TS<R, R>, Eigen::ColMajor>::distribute(groups, matrix);
-    const sw::Traffic before_matrix = counters->total();
+    const sw::Traffic before_matrix = counters.total();
     const auto rows = sw::reshard<TS<S<"x", "y">, R>>(rep);
     const auto grid = sw::reshard<TS<S<"y">, S<"x">>, Eigen::ColMajor>(colmajor);
     const auto grid_rowmajor = sw::reshard<TS<S<"y">, S<"x">>>(colmajor);
-    if (counters->total() != before_matrix) fail("a matrix slice sent bytes");
+    if (counters.total() != before_matrix) fail("a matrix slice sent bytes");
     if (rows.local() != matrix.middleRows(rows.row_offset(), rows.local_rows())) fail("matrix rows over (x,y)");
     const Eigen::MatrixXd block = matrix.block(grid.row_offset(), grid.col_offset(), grid.local_rows(), grid.local_cols());
     if (grid.local() != block) fail("matrix [y, x], column-major");
@@ -210,20 +204,13 @@ TEST(SliceVirtual, MatvecOnGridCountedEqualsModel) {
   for (Eigen::Index i = 0; i < a.size(); ++i) a.data()[i] = std::sin(1.0 + static_cast<double>(i));
   for (Eigen::Index i = 0; i < v.size(); ++i) v.data()[i] = std::cos(2.0 + static_cast<double>(i));
   const Eigen::MatrixXd want = a * v;
-  std::vector<std::string> failures(4);
-  LocalChecks quiet;
-  sw::run_virtual_cluster(4, [&](sw::VirtualCommunicator& comm) {
-    const int rank = comm.rank();
-    auto counters = std::make_shared<sw::CommCounters>();
-    sw::ProcessGroupMesh<Grid> groups(sw::CountingCommunicator<sw::VirtualCommunicator>(std::move(comm), counters));
-    auto fail = [&](const std::string& what) {
-      if (failures[static_cast<std::size_t>(rank)].empty()) failures[static_cast<std::size_t>(rank)] = what;
-    };
+  const auto failures = run_counted_on_cluster(Grid{}, [&](sw::ProcessGroupMesh<Grid>& groups,
+                                                           const sw::CommCounters& counters, auto fail) {
     const auto sa = sw::ShardedMatrix<double, Grid, Grid2>::distribute(groups, a);
     const auto sv = sw::ShardedMatrix<double, Grid, Rep2>::distribute(groups, v);
-    const sw::Traffic before = counters->total();
+    const sw::Traffic before = counters.total();
     const auto c = sw::matmul(sa, sv);
-    const sw::Traffic sent = counters->total() - before;
+    const sw::Traffic sent = counters.total() - before;
     const sw::Traffic modeled = PowerStep::traffic(Grid{}, groups.coordinate(), {.m = 7, .k = 5, .n = 2}, sizeof(double));
     if (sent != modeled) fail("counted " + std::to_string(sent.bytes) + " B, modeled " + std::to_string(modeled.bytes));
     if (sent.bytes == 0 && c.local().size() > 0) fail("no AllReduce over y counted");
@@ -270,21 +257,14 @@ TEST(SliceVirtual, CrossedAxesGatherOneInputAndSliceIt) {
     x.data()[i] = std::sin(1.1 * static_cast<double>(i));
     y.data()[i] = std::cos(0.5 + static_cast<double>(i));
   }
-  std::vector<std::string> failures(4);
-  LocalChecks quiet;
-  sw::run_virtual_cluster(4, [&](sw::VirtualCommunicator& comm) {
-    const int rank = comm.rank();
-    auto counters = std::make_shared<sw::CommCounters>();
-    sw::ProcessGroupMesh<Grid> groups(sw::CountingCommunicator<sw::VirtualCommunicator>(std::move(comm), counters));
-    auto fail = [&](const std::string& what) {
-      if (failures[static_cast<std::size_t>(rank)].empty()) failures[static_cast<std::size_t>(rank)] = what;
-    };
+  const auto failures = run_counted_on_cluster(Grid{}, [&](sw::ProcessGroupMesh<Grid>& groups,
+                                                           const sw::CommCounters& counters, auto fail) {
     const auto at = groups.coordinate();
     const auto sa = sw::ShardedTensor<double, Grid, TS<R, S<"x">>>::distribute(groups, a);
     const auto sv = sw::ShardedTensor<double, Grid, TS<S<"y">>>::distribute(groups, v);
-    sw::Traffic before = counters->total();
+    sw::Traffic before = counters.total();
     const auto product = sw::einsum<"ij,j->i">(sa, sv);
-    if (counters->total() - before != CrossedMatvec::traffic(Grid{}, at, {{'i', n}, {'j', n}}, 8)) fail("matvec bytes");
+    if (counters.total() - before != CrossedMatvec::traffic(Grid{}, at, {{'i', n}, {'j', n}}, 8)) fail("matvec bytes");
     const auto av = product.to_global();
     for (std::int64_t i = 0; i < n; ++i) {
       double want = 0;
@@ -294,9 +274,9 @@ TEST(SliceVirtual, CrossedAxesGatherOneInputAndSliceIt) {
 
     const auto sx = sw::ShardedTensor<double, Grid, TS<S<"x">, R, R>>::distribute(groups, x);
     const auto sy = sw::ShardedTensor<double, Grid, TS<S<"y">, R, R>>::distribute(groups, y);
-    before = counters->total();
+    before = counters.total();
     const auto xy = sw::einsum<"bij,bjk->bik">(sx, sy);
-    if (counters->total() - before != CrossedBatch::traffic(Grid{}, at, {{'b', b}, {'i', m}, {'j', m}, {'k', m}}, 8))
+    if (counters.total() - before != CrossedBatch::traffic(Grid{}, at, {{'b', b}, {'i', m}, {'j', m}, {'k', m}}, 8))
       fail("batched bytes");
     const auto xyl = xy.to_global();
     for (std::int64_t s = 0; s < b; ++s)
