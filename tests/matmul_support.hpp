@@ -64,7 +64,7 @@ struct CaseResult {
   double error = 0;             ///< relative error of the gathered C against serial Eigen
   double gemm_error = 0;        ///< the same for gemm(alpha, A, B, beta, C) on the same plan
   Traffic gemm_measured;        ///< counted during that gemm (the plan's traffic: modeled below)
-  double op_error = 0;          ///< complex scalars: gemm(alpha, adjoint(Aᴴ), transposed(Bᵀ), beta, C)
+  double op_error = 0;          ///< the same for gemm(alpha, adjoint(Aᴴ), transposed(Bᵀ), beta, C)
   Traffic op_measured;          ///< counted during that gemm (the same plan's traffic)
   double tolerance = 0;         ///< what the error may be for this scalar type
   bool local_shape_ok = false;  ///< this rank's block has the size the output sharding says
@@ -122,11 +122,10 @@ CaseResult run_case(ProcessGroupMesh<M>& groups, MatmulShape shape, std::uint64_
         (W(alpha) * reference + (zero_beta ? W(0) : W(beta)) * c0_global.template cast<W>()).eval();
     result.gemm_error = relative_error(c0.to_global(), gemm_reference);
 
-    // BLAS's op 'C' and 'T' on complex scalars (real transposes are the view tests'): Aᴴ and Bᵀ
-    // distributed with the transposed shardings, then adjoint(Aᴴ) (a conjugated copy of each
-    // block) and transposed(Bᵀ) (a view) have A's and B's shardings, so the plan is the same.
-    result.op_measured = result.modeled;
-    if constexpr (detail::is_complex_v<Scalar>) {
+    // BLAS's op 'C' and 'T': Aᴴ and Bᵀ distributed with the transposed shardings, then
+    // adjoint(Aᴴ) (complex: a conjugated copy of each block; real: a transposed view) and
+    // transposed(Bᵀ) (a view) have A's and B's shardings, so the plan is the same.
+    {
       using Dense = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>;
       const Dense ah_global = a_global.adjoint(), bt_global = b_global.transpose();
       const auto ah =
@@ -137,7 +136,7 @@ CaseResult run_case(ProcessGroupMesh<M>& groups, MatmulShape shape, std::uint64_
       if (zero_beta) c1.local().setConstant(scalar_of<Scalar>(std::nan(""), 0.0));
       const Traffic op_before = counters ? counters->total() : Traffic{};
       gemm(alpha, adjoint(ah), transposed(bt), beta, c1, Variant{});
-      result.op_measured = counters ? counters->total() - op_before : result.modeled;
+      result.op_measured = counters ? counters->total() - op_before : result.modeled;  // the model when not counted
       result.op_error = relative_error(c1.to_global(), gemm_reference);
     }
   } else {
