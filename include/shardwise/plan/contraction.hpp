@@ -15,9 +15,9 @@
 //                                                        plans are kept, and the one whose
 //                                                        busiest rank sends fewer bytes for
 //                                                        the call's extents runs
-//   contracted or batch, split over crossed axes         AllGather one side along it (the
-//     (neither split a prefix of the other: x and y)    lower-rank one, B on a tie), slice it
-//                                                        to the other's split, then as the
+//   batch, or contracted between inputs of different  AllGather one side along it (the
+//     ranks, split over crossed axes (neither split a   lower-rank one, B on a tie), slice it
+//     prefix of the other: x and y)                     to the other's split, then as the
 //                                                        same axes; or gather both: both
 //                                                        plans are kept, as above
 //   contracted, split differently                       AllGather each side along it over
@@ -208,7 +208,7 @@ constexpr contraction_plan_data plan_contraction(const contraction_indices& ix, 
     };
     // A shared letter split over crossed axes (neither split a prefix of the other, as x and
     // y): one input is gathered along it and then sliced to the other's split, so that one
-    // operand moves instead of both. The lower-rank input is the one gathered (the vector of a
+    // operand moves instead of both (a batch letter always; a contracted one see below). The lower-rank input is the one gathered (the vector of a
     // matrix-vector product), B on a tie; the gather-both plan stays as the alternative, and
     // the cheaper runs per call. `keeps(split)`: whether the letter may end up with that split.
     // Its steps join `slices` in the order decided, as each decision reads the state before it.
@@ -237,7 +237,9 @@ constexpr contraction_plan_data plan_contraction(const contraction_indices& ix, 
       const int db = ix.dim_of(Operand::B, l);
       if (db < 0 || ix.dim_of(Operand::C, l) >= 0) continue;
       slice_to_match(da, db);
-      gather_then_slice(da, db, [](const axis_list&) { return true; });
+      // Of two inputs of one rank (matrices), gathering both usually sends less than gathering
+      // one and reducing C, and it stays the plan; a vector against a matrix gathers the vector.
+      if (ix.ranks[0] != ix.ranks[1]) gather_then_slice(da, db, [](const axis_list&) { return true; });
       const axis_list &sa = a_now.dim(da), &sb = b_now.dim(db);
       if (sa == sb) {
         pending = concat(pending, sa);

@@ -16,9 +16,10 @@
 // keeps both schedules, and each call runs the one whose busiest rank sends fewer bytes for
 // its extents (uses_alternative; ties go to the gather). A slice of a contracted index leaves
 // a sum to reduce: for square matrices that AllReduce of C sends twice the gather's bytes;
-// for a matrix times a vector it is far smaller. Where the two inputs split a shared index over
-// crossed axes (A over x, B over y), one is gathered along it and sliced to the other's split
-// instead of both being gathered; the gather of both stays as the alternative.
+// for a matrix times a vector it is far smaller. Where the two inputs split a batch index over
+// crossed axes (A over x, B over y), or a contracted one between inputs of different ranks (a
+// matrix and a vector), one is gathered along it and sliced to the other's split instead of both
+// being gathered; the gather of both stays as the alternative.
 // C may have no index ("i,i->"): a 0-D result, replicated once its sum is reduced.
 // matmul_plan is this plan for "mk,kn->mn" with matmul's own messages.
 //
