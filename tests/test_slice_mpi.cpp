@@ -2,15 +2,19 @@
 // 1-D and 2-D meshes of the world's size, each rank's block against the serial slice and its
 // counted traffic (CountingCommunicator over MPI) against the model; and the typed reshard of a
 // replicated tensor to a split one, 0 bytes. Verdicts are all-reduced so every rank asserts the same.
+// Also the errors of generate and elementwise, the same on every rank (no hang) under MPI.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <cstdint>
 #include <optional>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "local_checks.hpp"
+#include "mpi_errors.hpp"
 #include "mpi_support.hpp"
 #include "reshard_random.hpp"
 #include "shardwise/tensor.hpp"
@@ -82,4 +86,30 @@ TEST(SliceMpi, TypedReplicatedToSplit) {
   ok = ok && rows.local_extents()[0] == sw::detail::block_size(2 * p + 1, p, world_rank());
   MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
   EXPECT_TRUE(ok) << "a rank's slice differs from the serial one, or bytes were sent (this rank: " << sent.bytes << " B)";
+}
+
+// ---- generate and elementwise: the same error on every rank ---------------------------------
+
+TEST(LinalgErrorsMpi, GenerateWithExtentsThatDifferOnOneRank) {
+  using Line = sw::Mesh<sw::Axis<"x", sw::dynamic_extent>>;
+  using Rows = sw::TensorSharding<sw::Split<"x">, sw::Replicated>;
+  sw::ProcessGroupMesh<Line> groups(MPI_COMM_WORLD, Line{world_size()});
+  const std::int64_t rows = world_rank() == 1 ? 10 : 9;  // a mistake made on one rank only
+  expect_same_error_on_every_rank<std::invalid_argument>(
+      MPI_COMM_WORLD,
+      [&] {
+        (void)sw::ShardedTensor<double, Line, Rows>::generate(groups, {rows, 4},
+                                                              [](std::int64_t i, std::int64_t j) { return 1.0 * (i + j); });
+      },
+      "shardwise::ShardedTensor::generate: the extents differ across ranks");
+}
+
+TEST(LinalgErrorsMpi, ElementwiseOfArraysWithDifferentExtents) {
+  using Line = sw::Mesh<sw::Axis<"x", sw::dynamic_extent>>;
+  using Vector = sw::TensorSharding<sw::Split<"x">>;
+  sw::ProcessGroupMesh<Line> groups(MPI_COMM_WORLD, Line{world_size()});
+  const sw::ShardedTensor<double, Line, Vector> x(groups, {7}), y(groups, {8});
+  expect_same_error_on_every_rank<std::invalid_argument>(
+      MPI_COMM_WORLD, [&] { (void)sw::elementwise([](double a, double b) { return a + b; }, x, y); },
+      "shardwise::elementwise: the arrays have different extents (the first is [7], the result [7])");
 }
