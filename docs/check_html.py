@@ -35,12 +35,12 @@ COLLECTIVES = ["all_reduce", "all_gather", "all_gather_v", "reduce_scatter", "re
                "broadcast", "send", "recv", "sendrecv", "start_sendrecv", "barrier", "create_group",
                "rank", "size"]
 REQUIRED = {
-    "classshardwise_1_1ShardedMatrix.html":
-        ["rows", "cols", "local_rows", "local_cols", "row_offset", "col_offset", "local", "release",
-         "distribute", "scatter", "from_local", "to_global", "groups", "valid", "agree"],
-    "classshardwise_1_1ShardedTensor.html":
-        ["extents", "extent", "local_extents", "offsets", "local", "release",
-         "distribute", "from_local", "to_global", "groups", "valid", "agree"],
+    # The one array type: ShardedMatrix, ShardedTensor and ShardedActivation are its aliases.
+    "classshardwise_1_1DistributedArray.html":
+        ["rows", "cols", "local_rows", "local_cols", "row_offset", "col_offset", "extents", "extent",
+         "local_extents", "offsets", "stride", "local_strides", "data", "local", "release", "released",
+         "distribute", "scatter", "generate", "from_local", "to_global", "groups", "valid", "agree",
+         "batch", "seq", "model", "local_tokens", "reshape"],
     "classshardwise_1_1AnyCommunicator.html": COLLECTIVES + ["target"],
     "classshardwise_1_1MpiCommunicator.html": COLLECTIVES,
     "classshardwise_1_1VirtualCommunicator.html": COLLECTIVES,

@@ -78,38 +78,26 @@ constexpr const program& einsum_program() {
     return relowered<P, A::storage, B::storage>;
 }
 
-/// This rank's block of a tensor: where it lies, and its element strides when it is a view
-/// (shardwise/view.hpp; null for an owning block, contiguous in its storage order).
-template <typename X>
-const typename X::scalar_type* block_data(const X& x) {
-  if constexpr (requires { x.local_strides(); }) return x.data();
-  else return x.local().data();
-}
-template <typename X>
-const tensor_extents* block_strides(const X& x) {
-  if constexpr (requires { x.local_strides(); }) return &x.local_strides();
-  else return nullptr;
-}
-
 }  // namespace detail
 
 /// C = einsum<Spec>(A, B): Spec names the indices ("bsm,mh->bsh"); ShC is NaturalOutput or a
-/// requested TensorSharding for C; Variant is standard, ring or summa. Collective. A and B may
-/// be views (shardwise/view.hpp: sw::view, sw::permuted); C is owning.
-template <fixed_string Spec, typename ShC = NaturalOutput, typename Scalar, MeshType M, typename ShA, typename WA,
-          typename ShB, typename WB, typename Variant = variant::Standard>
+/// requested TensorSharding for C; Variant is standard, ring or summa. Collective. A and B are
+/// any arrays (tensors, matrices, views: shardwise/view.hpp's sw::view, sw::permuted,
+/// sw::transposed); C is an owning ShardedTensor.
+template <fixed_string Spec, typename ShC = NaturalOutput, typename Scalar, MeshType M, typename ShA, typename LA,
+          typename WA, typename ShB, typename LB, typename WB, typename Variant = variant::Standard>
   requires detail::ContractionVariant<Variant>
-auto einsum(const ShardedTensor<Scalar, M, ShA, WA>& a, const ShardedTensor<Scalar, M, ShB, WB>& b, Variant = {}) {
+auto einsum(const DistributedArray<Scalar, M, ShA, LA, WA>& a, const DistributedArray<Scalar, M, ShB, LB, WB>& b,
+            Variant = {}) {
   using Plan = einsum_plan<Spec, M, ShA, ShB, ShC, Variant>;
   using Result = ShardedTensor<Scalar, M, typename Plan::output_sharding>;
   const IndexExtents extents = detail::check_einsum_operands(Plan::indices, a, b);
   typename Result::extents_type c_extents{};
   for (std::size_t d = 0; d < Result::rank; ++d) c_extents[d] = extents[Plan::indices.letter(Operand::C, static_cast<int>(d))];
   Result c(a.groups(), c_extents, detail::uninitialized);
-  using A = ShardedTensor<Scalar, M, ShA, WA>;
-  using B = ShardedTensor<Scalar, M, ShB, WB>;
-  const detail::operation_io<Scalar> io{.a = detail::block_data(a), .b = detail::block_data(b),
-                                        .out = c.local().data(),
+  using A = DistributedArray<Scalar, M, ShA, LA, WA>;
+  using B = DistributedArray<Scalar, M, ShB, LB, WB>;
+  const detail::operation_io<Scalar> io{.a = a.data(), .b = b.data(), .out = c.data(),
                                         .strides = {detail::block_strides(a), detail::block_strides(b), nullptr}};
   // A plan that slices an input has a gathering alternative: the one that sends fewer bytes
   // for these extents runs (the same choice on every rank: the extents were agreed first).
@@ -130,10 +118,11 @@ namespace detail {
 /// What a call to einsum with operands of these types got wrong, as a static_assert each.
 template <typename A, typename B, typename... Variant>
 struct einsum_misuse {
-  static_assert(is_sharded_tensor_v<A> && is_sharded_tensor_v<B>,
-                "shardwise::einsum: A and B must both be shardwise::ShardedTensor objects; a global Eigen::Tensor "
-                "becomes one with ShardedTensor<Scalar, Mesh, Sharding>::distribute(groups, tensor)");
-  static constexpr bool both = is_sharded_tensor_v<A> && is_sharded_tensor_v<B>;
+  static_assert(is_distributed_array_v<A> && is_distributed_array_v<B>,
+                "shardwise::einsum: A and B must both be shardwise::ShardedTensor objects (or other arrays of the "
+                "library: a ShardedMatrix, a view); a global Eigen::Tensor becomes one with "
+                "ShardedTensor<Scalar, Mesh, Sharding>::distribute(groups, tensor)");
+  static constexpr bool both = is_distributed_array_v<A> && is_distributed_array_v<B>;
   static_assert(!both || std::is_same_v<typename A::scalar_type, typename B::scalar_type>,
                 "shardwise::einsum: A and B have different scalar types (float and double); convert one");
   static_assert(!both || std::is_same_v<typename A::mesh_type, typename B::mesh_type>,

@@ -92,14 +92,6 @@ void check_operands(const char* operation, const A& a, const B& b, const C* c) {
   check_matmul_operands(operation, a.valid() ? &a.groups().world() : nullptr, oa, ob, c ? &oc : nullptr);
 }
 
-/// The element strides of an operand that is a view (shardwise/view.hpp), else null: an
-/// owning block is contiguous in its storage order.
-template <typename X>
-const tensor_extents* strides_of_operand(const X& x) {
-  if constexpr (requires { x.local_strides(); }) return &x.local_strides();
-  else return nullptr;
-}
-
 /// Runs the plan into `out`, this rank's block of C, contiguous in the storage order OC.
 template <typename Plan, int OC, typename Scalar, MeshType M, typename ShA, int OA, typename WA, typename ShB,
           int OB, typename WB>
@@ -109,8 +101,8 @@ void run_matmul_into(Scalar* out, const ShardedMatrix<Scalar, M, ShA, OA, WA>& a
   // A view's block is handed over where it lies, with its strides: the executor reads it in
   // place or packs it where the program's step needs contiguous data.
   const MatmulShape shape{.m = a.rows(), .k = a.cols(), .n = b.cols()};
-  const operation_io<Scalar> io{.a = a.local().data(), .b = b.local().data(), .out = out, .alpha = alpha,
-                                .beta = beta, .strides = {strides_of_operand(a), strides_of_operand(b), nullptr}};
+  const operation_io<Scalar> io{.a = a.data(), .b = b.data(), .out = out, .alpha = alpha,
+                                .beta = beta, .strides = {block_strides(a), block_strides(b), nullptr}};
   // A plan that slices an input has a gathering alternative: the one that sends fewer bytes
   // for these shapes runs (the same choice on every rank: the shapes were agreed first).
   if constexpr (Plan::has_alternative) {
@@ -241,10 +233,9 @@ void gemm(std::type_identity_t<Scalar> alpha, const ShardedMatrix<Scalar, M, ShA
 
 namespace detail {
 
+/// A ShardedMatrix, owning or a view.
 template <typename T>
-inline constexpr bool is_sharded_matrix_v = false;
-template <typename Scalar, MeshType M, typename Sh, int Order, typename Ownership>
-inline constexpr bool is_sharded_matrix_v<ShardedMatrix<Scalar, M, Sh, Order, Ownership>> = true;
+inline constexpr bool is_sharded_matrix_v = is_matrix_type_v<T>;
 
 /// What a call to matmul (Into false) or matmul_into (Into true) with arguments of these types
 /// got wrong, as a static_assert each. (A variant is the third argument of matmul, the fourth

@@ -41,6 +41,7 @@
 #include "shardwise/mpi_environment.hpp"
 #include "shardwise/process_group_mesh.hpp"
 #include "shardwise/parallel_context.hpp"
+#include "shardwise/distributed_array.hpp"
 #include "shardwise/sharded_matrix.hpp"
 #include "shardwise/reshard.hpp"
 #include "shardwise/matmul.hpp"

@@ -227,13 +227,6 @@ constexpr program lower(const Schedule& steps, const operand_axes& start, const 
 /// contraction, so only C's matter.
 constexpr contraction_indices reshard_indices(int rank) { return {reshard_names(rank), {0, 0, rank}}; }
 
-/// The storage order of a matrix stored as Eigen's `order` (Eigen::RowMajor is 1).
-constexpr dim_order matrix_order(int eigen_order) {
-  dim_order o = dim_order::row_major(2);
-  if (eigen_order == 0) o = o.with_outer(1);  // column-major: the columns outermost
-  return o;
-}
-
 /// reshard_plan<M, From, To> lowered for a block stored in `FromOrder` and a result stored in `ToOrder`.
 template <MeshType M, TensorShardingType From, TensorShardingType To, dim_order FromOrder, dim_order ToOrder>
 inline constexpr program reshard_program =
