@@ -42,6 +42,21 @@ std::vector<TypedEinsumCase> typed_einsum_cases() {
   add_typed_case<"m,n->mn", TS<S<"dp">>, TS<S<"tp">>>(cases, matrix);                // outer product
   add_typed_case<"mk,k->m", TS<S<"dp">, S<"tp">>, TS<S<"tp">>>(cases, matrix);       // matrix-vector
   add_typed_case<"bk,bk->b", TS<S<"dp">, S<"tp">>, TS<S<"dp">, R>>(cases, {{'b', 6}, {'k', 9}});
+  // Complex scalars (16 and 8 bytes in the model): attention's projection, a batched product, the
+  // matmul and its SUMMA variant, a ReduceScatter output.
+  using Z = std::complex<double>;
+  using C = std::complex<float>;
+  add_typed_case<"bsm,mhd->bhsd", TS<S<"dp">, R, R>, TS<R, S<"tp">, R>, NaturalOutput, variant::Standard, Z>(
+      cases, attention);
+  add_typed_case<"bhsd,hdm->bsm", TS<S<"dp">, S<"tp">, R, R>, TS<S<"tp">, R, R>, TS<S<"dp">, S<"tp">, R>,
+                 variant::Standard, C>(cases, attention);
+  add_typed_case<"bmk,bkn->bmn", TS<S<"dp">, R, S<"tp">>, TS<S<"dp">, S<"tp">, R>, NaturalOutput, variant::Standard,
+                 Z>(cases, batched);
+  add_typed_case<"mk,kn->mn", TS<S<"dp">, S<"tp">>, TS<S<"dp">, S<"tp">>, NaturalOutput, variant::Standard, C>(
+      cases, matrix);
+  add_typed_case<"mk,kn->mn", TS<S<"dp">, S<"tp">>, TS<S<"dp">, S<"tp">>, NaturalOutput, variant::Summa<3>, Z>(
+      cases, matrix);
+  add_typed_case<"mk,kn->mn", TS<R, S<"tp">>, TS<S<"tp">, R>, TS<S<"tp">, R>, variant::Ring, Z>(cases, matrix);
   return cases;
 }
 

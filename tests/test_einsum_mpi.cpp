@@ -34,6 +34,20 @@ void expect_outcome(const EinsumOutcome& o, const std::string& label) {
 
 }  // namespace
 
+/// The owning run as above, and the same product on transposed or permuted views: the same
+/// result within the tolerance and the same traffic.
+void expect_typed_outcome(const TypedEinsumOutcome& o, const std::string& label) {
+  expect_outcome(o, label);
+  double worst = o.permuted_error / o.tolerance;
+  int matched = o.permuted_measured == o.modeled ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Allreduce(MPI_IN_PLACE, &matched, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+  SCOPED_TRACE(label + " on permuted views, " + std::to_string(world_size()) + " ranks");
+  EXPECT_LE(worst, 1.0) << "the worst error on permuted views, in units of the tolerance";
+  EXPECT_TRUE(matched) << "a rank's traffic on permuted views differs from the model; this rank measured "
+                       << o.permuted_measured.bytes << " B, modeled " << o.modeled.bytes << " B";
+}
+
 TEST(EinsumMpi, TypedCases) {
   LocalChecks quiet;
   const int p = world_size();
@@ -41,7 +55,7 @@ TEST(EinsumMpi, TypedCases) {
   for (const DpTp& mesh : {DpTp{p / 2, 2}, DpTp{p, 1}, DpTp{1, p}}) {
     CountedGroups<DpTp> g(mesh);
     for (const auto& c : typed_einsum_cases()) {
-      expect_outcome(c.run(g.groups, *g.counters, seed++),
+      expect_typed_outcome(c.run(g.groups, *g.counters, seed++),
                      c.name + " on dp x tp = " + std::to_string(mesh.extent(0)) + " x " + std::to_string(mesh.extent(1)));
       if (::testing::Test::HasFailure()) return;
     }

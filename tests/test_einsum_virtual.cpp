@@ -111,7 +111,7 @@ TEST(EinsumVirtual, TypedCasesAgainstSerialAndModel) {
   for (const DpTp& mesh : {DpTp{2, 2}, DpTp{1, 3}, DpTp{3, 1}, DpTp{2, 3}}) {
     for (const auto& c : cases) {
       SCOPED_TRACE(c.name + " on " + std::to_string(mesh.extent(0)) + " x " + std::to_string(mesh.extent(1)));
-      std::vector<EinsumOutcome> outcomes(static_cast<std::size_t>(mesh.size()));
+      std::vector<TypedEinsumOutcome> outcomes(static_cast<std::size_t>(mesh.size()));
       const std::uint64_t case_seed = seed++;
       sw::run_virtual_cluster(mesh.size(), [&](sw::VirtualCommunicator& comm) {
         const int rank = comm.rank();
@@ -125,6 +125,11 @@ TEST(EinsumVirtual, TypedCasesAgainstSerialAndModel) {
         EXPECT_EQ(outcomes[r].measured, outcomes[r].modeled)
             << "rank " << r << ": measured " << outcomes[r].measured.bytes << " B, modeled "
             << outcomes[r].modeled.bytes << " B";
+        // The same product on transposed or permuted views of operands stored the other way round.
+        EXPECT_LE(outcomes[r].permuted_error, outcomes[r].tolerance) << "rank " << r << " on permuted views";
+        EXPECT_EQ(outcomes[r].permuted_measured, outcomes[r].modeled)
+            << "rank " << r << " on permuted views: measured " << outcomes[r].permuted_measured.bytes
+            << " B, modeled " << outcomes[r].modeled.bytes << " B";
       }
     }
   }

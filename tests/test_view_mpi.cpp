@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include "allocation_counter.hpp"
 #include "local_checks.hpp"
 #include "mpi_support.hpp"
+#include "own_buffer_cases.hpp"
 #include "tensor_view_cases.hpp"
 #include "view_cases.hpp"
 
@@ -67,4 +69,23 @@ TEST(ViewMpi, EinsumOnTensorViews) {
 TEST(ViewMpi, GridOuterFullSumma) {
   if (world_size() % 2 != 0) GTEST_SKIP() << "a 2 x p/2 grid needs an even number of ranks";
   run_all(grid_view_cases(), Grid{2, world_size() / 2}, {{.m = 13, .k = 19, .n = 11}});
+}
+
+// Nothing distributed: each rank's own buffers as views (see tests/own_buffer_cases.hpp).
+TEST(ViewMpi, OwnBuffersNothingDistributed) {
+  CountedGroups<Line> g(Line{world_size()});
+  for (std::int64_t pad : {0, 3}) {
+    LocalChecks quiet;
+    const OwnBufferResult v = run_own_buffers(g.groups, g.counters.get(), 97, 40, 23, pad);
+    double worst = v.error;
+    int ok[4] = {v.traffic_ok, v.in_place, v.no_workspace, v.allocations_ok};
+    MPI_Allreduce(MPI_IN_PLACE, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, ok, 4, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+    SCOPED_TRACE("leading dimension padded by " + std::to_string(pad) + " on " + std::to_string(world_size()) + " ranks");
+    EXPECT_LE(worst, 1e-12) << "this rank:" << v.detail;
+    EXPECT_TRUE(ok[0]) << "traffic differs from the model; this rank:" << v.detail;
+    EXPECT_TRUE(ok[1]) << "a view's data is not the caller's buffer";
+    EXPECT_TRUE(ok[2]) << "a local plan used the workspace; this rank:" << v.detail;
+    EXPECT_TRUE(ok[3]) << "a repeated call allocated more than its result; this rank:" << v.detail;
+  }
 }

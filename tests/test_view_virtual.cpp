@@ -8,7 +8,9 @@
 #include <stdexcept>
 #include <vector>
 
+#include "allocation_counter.hpp"
 #include "local_checks.hpp"
+#include "own_buffer_cases.hpp"
 #include "shardwise/comm/virtual_cluster.hpp"
 #include "tensor_view_cases.hpp"
 #include "view_cases.hpp"
@@ -89,7 +91,40 @@ TEST(ViewVirtual, EinsumOnTensorViews) {
       }
 }
 
-// The README's block on views, verbatim between the markers (so that it compiles and runs).
+// Nothing distributed: each rank's own buffers (A with a leading dimension or contiguous, B an
+// Eigen::Map, C the caller's) as views; matmul, matmul_into, einsum and the transposed products
+// on them, against serial Eigen, with no copy and, where counted, no allocation but the results.
+TEST(ViewVirtual, OwnBuffersNothingDistributed) {
+  if (counting_allocations) {  // the counter itself sees an allocation, Eigen's included
+    CountAllocations count;
+    const Eigen::MatrixXd m = Eigen::MatrixXd::Zero(40, 25);
+    EXPECT_GE(count.bytes(), 8 * 40 * 25);
+  }
+  for (int p : {1, 2, 3, 4})
+    for (std::int64_t pad : {0, 3}) {
+      SCOPED_TRACE(std::to_string(p) + " ranks, leading dimension padded by " + std::to_string(pad));
+      std::vector<OwnBufferResult> results(static_cast<std::size_t>(p));
+      LocalChecks quiet;
+      sw::run_virtual_cluster(p, [&](sw::VirtualCommunicator& comm) {
+        const int rank = comm.rank();
+        auto counters = std::make_shared<sw::CommCounters>();
+        sw::ProcessGroupMesh<Line> groups(sw::CountingCommunicator<sw::VirtualCommunicator>(std::move(comm), counters),
+                                          Line{p});
+        results[static_cast<std::size_t>(rank)] = run_own_buffers(groups, counters.get(), 97, 40, 23, pad);
+      });
+      for (std::size_t r = 0; r < results.size(); ++r) {
+        const OwnBufferResult& v = results[r];
+        EXPECT_LE(v.error, 1e-12) << "rank " << r << ":" << v.detail;
+        EXPECT_TRUE(v.traffic_ok) << "rank " << r << ":" << v.detail;
+        EXPECT_TRUE(v.in_place) << "rank " << r << ": a view's data is not the caller's buffer";
+        EXPECT_TRUE(v.no_workspace) << "rank " << r << ":" << v.detail;
+        EXPECT_TRUE(v.allocations_ok) << "rank " << r << ":" << v.detail;
+      }
+    }
+}
+
+// The README's block on views (and docs/arrays.md's), verbatim between the markers (so that it
+// compiles and runs).
 TEST(ViewVirtual, ReadmeBlock) {
   using Line = sw::Mesh<sw::Axis<"x", sw::dynamic_extent>>;
   const std::int64_t m = 9, k = 7, n = 5;
@@ -112,10 +147,14 @@ TEST(ViewVirtual, ReadmeBlock) {
     auto b = sw::view<B_t>(groups, {k, n}, b_map);                      // an Eigen::Map (or Ref, Matrix)
     auto c = sw::matmul(a, b);                        // C = A B, rows over x: local, an owning result
     auto g = sw::matmul(sw::transposed(a), c);        // G = Aᵀ C: k over x, one AllReduce, no transpose copy
+    auto h = sw::einsum<"ki,kj->ij">(a, c);           // the same product as an einsum (a ShardedTensor)
     // ---- end README block ----
     const Eigen::MatrixXd want_c = a_global * b_global, want_g = a_global.transpose() * want_c;
-    errors[static_cast<std::size_t>(rank)] =
-        relative_error(c.to_global(), want_c) + relative_error(g.to_global(), want_g);
+    const auto h_whole = h.to_global();
+    const Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> h_matrix(
+        h_whole.data(), k, n);
+    errors[static_cast<std::size_t>(rank)] = relative_error(c.to_global(), want_c) +
+                                             relative_error(g.to_global(), want_g) + relative_error(h_matrix, want_g);
   });
   for (double e : errors) EXPECT_LE(e, 1e-12);
 }
