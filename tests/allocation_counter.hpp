@@ -1,6 +1,8 @@
 // Counts the bytes this thread allocates from the heap while a CountAllocations object lives:
-// malloc and its relatives are interposed (forwarding to glibc's own), so Eigen's aligned
-// allocations, operator new, the library's workspace and std::vector are all seen. Include it
+// malloc, calloc, realloc, memalign and aligned_alloc are interposed (forwarding to glibc's
+// own), so Eigen's allocations (malloc, aligned by hand), operator new and std::vector are
+// seen. Not posix_memalign (compilers' <mm_malloc.h> declares it without noexcept, so it cannot
+// be redefined portably): the tests check the library's workspace through its own byte count. Include it
 // in exactly one translation unit of a test program.
 //
 // Under AddressSanitizer, which owns malloc, nothing is interposed and `counting` is false: the
@@ -83,13 +85,6 @@ void* memalign(std::size_t alignment, std::size_t n) noexcept {
 void* aligned_alloc(std::size_t alignment, std::size_t n) noexcept {
   shardwise::testing::allocation_detail::note(n);
   return __libc_memalign(alignment, n);
-}
-int posix_memalign(void** out, std::size_t alignment, std::size_t n) noexcept {
-  shardwise::testing::allocation_detail::note(n);
-  void* p = __libc_memalign(alignment, n);
-  if (p == nullptr && n != 0) return 12;  // ENOMEM
-  *out = p;
-  return 0;
 }
 }
 #endif
