@@ -183,10 +183,19 @@ def einsum_tables(records, out):
 
 def other_tables(records, out):
     overhead = [r for r in records if r["kind"] == "overhead"]
-    rest = [r for r in records if not r["shape"] and r["kind"] not in ("overhead",) + EINSUM_KINDS]
+    cg = [r for r in records if r["kind"] == "cg"]
+    rest = [r for r in records if not r["shape"] and r["kind"] not in ("overhead", "cg") + EINSUM_KINDS]
     if overhead:
         out.append("\n## Per-call overhead (overhead_bench)\n\n| benchmark | ranks | time (µs) |\n|---|---:|---:|")
         out.extend(f"| {r['name']} | {r['np']} | {fmt(r['ms'] * 1e3, 3)} |" for r in overhead)
+    if cg:
+        out.append("\n## One CG iteration against the handwritten MPI + BLAS one (cg_bench)\n\n"
+                   "`cg/side_by_side` runs the handwritten, unchecked and checked iterations in turn, so its "
+                   "ratios (shardwise's time / the handwritten one's) come from one run; the other rows ran one "
+                   "after another.\n\n| benchmark | ranks | n | time (ms) | ratio | ratio, unchecked |\n"
+                   "|---|---:|---:|---:|---:|---:|")
+        out.extend(f"| {r['name']} | {r['np']} | {fmt(r.get('n'), 0)} | {fmt(r['ms'], 3)}{flag(r)} | {fmt(r.get('ratio'))} | "
+                   f"{fmt(r.get('ratio_unchecked'))} |" for r in cg)
     if rest:
         out.append("\n## Other benchmarks\n\n| benchmark | file | time (ms) |\n|---|---|---:|")
         out.extend(f"| {r['name']} | {r['source']} | {fmt(r['ms'], 4)} |" for r in rest)
