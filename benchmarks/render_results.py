@@ -4,7 +4,8 @@
   benchmarks/render_results.py [--results DIR] [--output FILE] [--plot-ranks N]
 
 Reads DIR/*.json (one file per program and rank count, named <program>_np<ranks>.json),
-DIR/machine.txt and DIR/compile_time.txt ("key: value" lines, written by the runner), and writes
+DIR/machine.txt and DIR/compile_time*.txt ("key: value" lines, written by the runner: one file
+per compiler), and writes
 FILE plus DIR/gflops_square.dat and DIR/gflops_other.dat for benchmarks/plot.gp.
 Python 3 standard library only.
 """
@@ -317,10 +318,14 @@ def main():
         with open(scaling) as f:
             out.append(f.read())
     other_tables(records, out)
-    compile_time = read_keys(os.path.join(args.results, "compile_time.txt"))
-    if compile_time:
-        out.append("\n## Compile time (benchmarks/compile_time.sh)\n\n| measurement | value |\n|---|---|")
-        out.extend(f"| {k} | {v} |" for k, v in compile_time.items())
+    # compile_time.txt (the build's compiler), compile_time_<name>.txt (others, e.g. clang)
+    for path in sorted(glob.glob(os.path.join(args.results, "compile_time*.txt")), key=lambda p: (len(p), p)):
+        compile_time = read_keys(path)
+        if compile_time:
+            compiler = compile_time.get("compiler", "?")
+            out.append(f"\n## Compile time, {compiler} (benchmarks/compile_time.sh, {os.path.basename(path)})\n\n"
+                       "| measurement | value |\n|---|---|")
+            out.extend(f"| {k} | {v} |" for k, v in compile_time.items())
     with open(args.output, "w") as f:
         f.write("\n".join(out) + "\n")
     plot_data(records, args.results, args.plot_ranks)
