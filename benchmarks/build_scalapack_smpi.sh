@@ -5,8 +5,10 @@
 # OpenMPI and cannot run under smpirun; the reference source can be compiled with smpicc.
 #
 #   benchmarks/build_scalapack_smpi.sh [SCALAPACK_SOURCE] [BUILD_DIR]
-#     SCALAPACK_SOURCE  reference ScaLAPACK (BLACS/SRC, PBLAS/SRC, TOOLS); default
-#                       $SCALAPACK_SOURCE or /work/shared/peers/scalapack
+#     SCALAPACK_SOURCE  reference ScaLAPACK's source tree (BLACS/SRC, PBLAS/SRC, TOOLS; e.g. a
+#                       clone of https://github.com/Reference-ScaLAPACK/scalapack): the first
+#                       argument, else the environment variable SCALAPACK_SOURCE, else
+#                       ../shared/peers/scalapack next to this repository
 #     BUILD_DIR         default build-scalapack-smpi/ in this repository (ignored by git);
 #                       the source is only read, never copied into the repository
 # Then:  benchmarks/simulate pdgemm P PLATFORM [--n N] [--nb NB] [--check]
@@ -22,12 +24,15 @@
 # exactly as shardwise's kernels do under SHARDWISE_SIMULATE.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
-source_dir=${1:-${SCALAPACK_SOURCE:-/work/shared/peers/scalapack}}
+source_dir=${1:-${SCALAPACK_SOURCE:-$repo/../shared/peers/scalapack}}
 build_dir=${2:-$repo/build-scalapack-smpi}
 for tool in smpicc smpif90 smpicxx; do
   command -v "$tool" >/dev/null || { echo "build_scalapack_smpi: $tool not found (libsimgrid-dev)" >&2; exit 2; }
 done
-[ -d "$source_dir/PBLAS/SRC" ] || { echo "build_scalapack_smpi: no PBLAS/SRC under $source_dir" >&2; exit 2; }
+[ -d "$source_dir/PBLAS/SRC" ] || {
+  echo "build_scalapack_smpi: no PBLAS/SRC under $source_dir; name ScaLAPACK's source tree as the first argument or in SCALAPACK_SOURCE" >&2
+  exit 2
+}
 mkdir -p "$build_dir/obj"
 obj=$build_dir/obj
 jobs=$(nproc)

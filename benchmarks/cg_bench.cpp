@@ -1,14 +1,20 @@
 // cg_bench: one iteration of conjugate gradients on a dense SPD system (examples/cg.cpp's),
 // A split by rows over every rank, written with shardwise (sw::matvec, sw::dot, sw::axpy,
 // sw::scale, a reshard of p) next to the same iteration written by hand with MPI and BLAS
-// (MPI_Allgather of p, dgemv, ddot + MPI_Allreduce, daxpy, dscal). Both in one run, so their
-// ratio is free of the machine's noise:
+// (MPI_Allgather of p, dgemv, ddot + MPI_Allreduce, daxpy, dscal):
 //
 //   mpiexec -n 2 --bind-to none build/benchmarks/cg_bench [--benchmark_repetitions=5]
 //
 // cg/shardwise_unchecked is the library at CheckLevel::local (no cross-rank agreement on the
-// extents: one small all-reduce per call fewer). SHARDWISE_BENCH_CG_N sets n (default 4096).
-// Each solve restarts from x = 0 when the residual has shrunk by 1e10, the same in both.
+// extents: one small all-reduce per call fewer). cg/side_by_side runs one iteration of each of
+// the three in turn per benchmark iteration, each timed as its slowest rank, so a busy machine
+// slows all three alike; its time is shardwise's (checked), and its counters are
+//   ratio            shardwise's time / the handwritten one's, summed over the iterations
+//   ratio_unchecked  the same at CheckLevel::local
+//   handwritten_ms   the handwritten iteration's time
+// (with --benchmark_repetitions, Google Benchmark's median row is the median of each).
+// SHARDWISE_BENCH_CG_N sets n (default 4096). Each solve restarts from x = 0 when the residual
+// has shrunk by 1e10, the same in all.
 #include <mpi.h>
 
 #include <cblas.h>
@@ -46,30 +52,40 @@ double b_entry(long i) { return std::sin(0.1 * static_cast<double>(i) + 1.0); }
 
 constexpr double restart_ratio = 1e-20;  // on r.r against b.b: restart from x = 0
 
-void shardwise_iteration(benchmark::State& state, bool checked) {
-  const long n = problem_size();
-  static sw::ProcessGroupMesh<Line> groups(MPI_COMM_WORLD, Line{sw::bench::world_size()});
+/// One CG solve written with shardwise: A's rows over every rank; iteration() is one step.
+struct ShardwiseCg {
   using Matrix = sw::ShardedTensor<double, Line, Rows>;
   using Column = sw::ShardedTensor<double, Line, Vector>;
-  Matrix a(groups, {n, n});
-  Column b(groups, {n});
-  const long row0 = sw::detail::block_begin(n, groups.mesh().size(), groups.rank());
-  for (long i = 0; i < a.local().dimension(0); ++i) {
-    b.local()(i) = b_entry(row0 + i);
-    for (long j = 0; j < n; ++j) a.local()(i, j) = a_entry(row0 + i, j, n);
+  sw::ProcessGroupMesh<Line>& groups;
+  long n;
+  Matrix a;
+  Column b, x, r, p;
+  double bb = 0, rr = 0;
+
+  static sw::ProcessGroupMesh<Line>& world_groups() {
+    static sw::ProcessGroupMesh<Line> groups(MPI_COMM_WORLD, Line{sw::bench::world_size()});
+    return groups;
   }
-  sw::check_level() = checked ? sw::CheckLevel::cross_rank : sw::CheckLevel::local;
-  const double bb = sw::dot(b, b);
-  Column x(groups, {n});
-  Column r = b, p = b;
-  double rr = bb;
-  const auto iteration = [&] {
+  explicit ShardwiseCg(long size)
+      : groups(world_groups()), n(size), a(groups, {n, n}), b(groups, {n}), x(groups, {n}), r(groups, {n}),
+        p(groups, {n}) {
+    const long row0 = sw::detail::block_begin(n, groups.mesh().size(), groups.rank());
+    for (long i = 0; i < a.local().dimension(0); ++i) {
+      b.local()(i) = b_entry(row0 + i);
+      for (long j = 0; j < n; ++j) a.local()(i, j) = a_entry(row0 + i, j, n);
+    }
+    bb = sw::dot(b, b);
+    r = b;
+    p = b;
+    rr = bb;
+  }
+  void iteration() {
     const auto q = sw::matvec(a, sw::reshard<Whole>(p));
     const double alpha = rr / sw::dot(p, q);
     sw::axpy(alpha, p, x);
     sw::axpy(-alpha, q, r);
     const double rr_next = sw::dot(r, r);
-    if (rr_next < restart_ratio * bb) {  // converged: start again (rare, and the same in both)
+    if (rr_next < restart_ratio * bb) {  // converged: start again (rare, and the same in all)
       sw::scale(0.0, x);
       r = b;
       p = b;
@@ -79,40 +95,49 @@ void shardwise_iteration(benchmark::State& state, bool checked) {
     sw::scale(rr_next / rr, p);
     sw::axpy(1.0, r, p);
     rr = rr_next;
-  };
-  iteration();  // warm: groups and scratch
-  sw::bench::time_collective(state, MPI_COMM_WORLD, iteration);
-  sw::check_level() = sw::CheckLevel::cross_rank;
-  state.counters["n"] = static_cast<double>(n);
-}
+  }
+};
 
 /// The same iteration as a person writes it with MPI and BLAS, on the same row blocks.
-void handwritten_iteration(benchmark::State& state) {
-  const long n = problem_size();
-  const int ranks = sw::bench::world_size(), me = sw::bench::world_rank();
-  std::vector<int> counts(static_cast<std::size_t>(ranks)), offsets(static_cast<std::size_t>(ranks));
-  for (int r = 0; r < ranks; ++r) {
-    counts[static_cast<std::size_t>(r)] = static_cast<int>(sw::detail::block_size(n, ranks, r));
-    offsets[static_cast<std::size_t>(r)] = static_cast<int>(sw::detail::block_begin(n, ranks, r));
+struct HandwrittenCg {
+  long n;
+  int rows = 0;
+  bool equal_blocks;
+  std::vector<int> counts, offsets;
+  std::vector<double> a, b, x, p_all, q, r, p;
+  double bb = 0, rr = 0;
+
+  explicit HandwrittenCg(long size) : n(size) {
+    const int ranks = sw::bench::world_size(), me = sw::bench::world_rank();
+    counts.resize(static_cast<std::size_t>(ranks));
+    offsets.resize(static_cast<std::size_t>(ranks));
+    for (int k = 0; k < ranks; ++k) {
+      counts[static_cast<std::size_t>(k)] = static_cast<int>(sw::detail::block_size(n, ranks, k));
+      offsets[static_cast<std::size_t>(k)] = static_cast<int>(sw::detail::block_begin(n, ranks, k));
+    }
+    rows = counts[static_cast<std::size_t>(me)];
+    const long row0 = offsets[static_cast<std::size_t>(me)];
+    equal_blocks = n % ranks == 0;
+    a.resize(static_cast<std::size_t>(rows * n));
+    b.resize(static_cast<std::size_t>(rows));
+    x.assign(static_cast<std::size_t>(rows), 0.0);
+    p_all.resize(static_cast<std::size_t>(n));
+    q.resize(static_cast<std::size_t>(rows));
+    for (long i = 0; i < rows; ++i) {
+      b[static_cast<std::size_t>(i)] = b_entry(row0 + i);
+      for (long j = 0; j < n; ++j) a[static_cast<std::size_t>(i * n + j)] = a_entry(row0 + i, j, n);
+    }
+    bb = dot(b, b);
+    r = b;
+    p = b;
+    rr = bb;
   }
-  const int rows = counts[static_cast<std::size_t>(me)];
-  const long row0 = offsets[static_cast<std::size_t>(me)];
-  const bool equal_blocks = n % ranks == 0;
-  std::vector<double> a(static_cast<std::size_t>(rows * n)), b(static_cast<std::size_t>(rows)),
-      x(static_cast<std::size_t>(rows), 0.0), p_all(static_cast<std::size_t>(n)), q(static_cast<std::size_t>(rows));
-  for (long i = 0; i < rows; ++i) {
-    b[static_cast<std::size_t>(i)] = b_entry(row0 + i);
-    for (long j = 0; j < n; ++j) a[static_cast<std::size_t>(i * n + j)] = a_entry(row0 + i, j, n);
-  }
-  const auto dot = [&](const std::vector<double>& u, const std::vector<double>& v) {
+  double dot(const std::vector<double>& u, const std::vector<double>& v) const {
     double s = cblas_ddot(rows, u.data(), 1, v.data(), 1);
     MPI_Allreduce(MPI_IN_PLACE, &s, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     return s;
-  };
-  const double bb = dot(b, b);
-  std::vector<double> r = b, p = b;
-  double rr = bb;
-  const auto iteration = [&] {
+  }
+  void iteration() {
     if (equal_blocks)
       MPI_Allgather(p.data(), rows, MPI_DOUBLE, p_all.data(), rows, MPI_DOUBLE, MPI_COMM_WORLD);
     else
@@ -134,10 +159,69 @@ void handwritten_iteration(benchmark::State& state) {
     cblas_dscal(rows, rr_next / rr, p.data(), 1);
     cblas_daxpy(rows, 1.0, r.data(), 1, p.data(), 1);
     rr = rr_next;
-  };
-  iteration();
-  sw::bench::time_collective(state, MPI_COMM_WORLD, iteration);
+  }
+};
+
+/// Sets the cross-rank checks for the scope (every rank alike), and back on at its end.
+struct Checks {
+  explicit Checks(bool on) { sw::check_level() = on ? sw::CheckLevel::cross_rank : sw::CheckLevel::local; }
+  ~Checks() { sw::check_level() = sw::CheckLevel::cross_rank; }
+  Checks(const Checks&) = delete;
+  Checks& operator=(const Checks&) = delete;
+};
+
+void shardwise_iteration(benchmark::State& state, bool checked) {
+  const Checks checks(checked);
+  ShardwiseCg cg(problem_size());
+  cg.iteration();  // warm: groups and scratch
+  sw::bench::time_collective(state, MPI_COMM_WORLD, [&] { cg.iteration(); });
+  state.counters["n"] = static_cast<double>(cg.n);
+}
+
+void handwritten_iteration(benchmark::State& state) {
+  HandwrittenCg cg(problem_size());
+  cg.iteration();
+  sw::bench::time_collective(state, MPI_COMM_WORLD, [&] { cg.iteration(); });
+  state.counters["n"] = static_cast<double>(cg.n);
+}
+
+/// The slowest rank's time of one call of `step`, after a barrier.
+template <typename Step>
+double timed(Step&& step) {
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double start = MPI_Wtime();
+  step();
+  double t = MPI_Wtime() - start;
+  MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return t;
+}
+
+/// The three in turn, one iteration each per benchmark iteration: the ratios of one run.
+void side_by_side(benchmark::State& state) {
+  const long n = problem_size();
+  HandwrittenCg handwritten(n);
+  ShardwiseCg checked(n), unchecked(n);
+  handwritten.iteration();
+  checked.iteration();
+  {
+    const Checks off(false);
+    unchecked.iteration();
+  }
+  double handwritten_total = 0, checked_total = 0, unchecked_total = 0;
+  for (auto _ : state) {
+    handwritten_total += timed([&] { handwritten.iteration(); });
+    {
+      const Checks off(false);
+      unchecked_total += timed([&] { unchecked.iteration(); });
+    }
+    const double t = timed([&] { checked.iteration(); });
+    checked_total += t;
+    state.SetIterationTime(t);
+  }
   state.counters["n"] = static_cast<double>(n);
+  state.counters["ratio"] = checked_total / handwritten_total;
+  state.counters["ratio_unchecked"] = unchecked_total / handwritten_total;
+  state.counters["handwritten_ms"] = 1e3 * handwritten_total / static_cast<double>(state.iterations());
 }
 
 }  // namespace
@@ -148,5 +232,6 @@ int main(int argc, char** argv) {
       ->UseManualTime();
   benchmark::RegisterBenchmark("cg/shardwise_unchecked", [](benchmark::State& s) { shardwise_iteration(s, false); })
       ->UseManualTime();
+  benchmark::RegisterBenchmark("cg/side_by_side", side_by_side)->UseManualTime();
   return sw::bench::mpi_benchmark_main(argc, argv);
 }

@@ -4,7 +4,8 @@
   benchmarks/render_results.py [--results DIR] [--output FILE] [--plot-ranks N]
 
 Reads DIR/*.json (one file per program and rank count, named <program>_np<ranks>.json),
-DIR/machine.txt and DIR/compile_time.txt ("key: value" lines, written by the runner), and writes
+DIR/machine.txt and DIR/compile_time*.txt ("key: value" lines, written by the runner: one file
+per compiler), and writes
 FILE plus DIR/gflops_square.dat and DIR/gflops_other.dat for benchmarks/plot.gp.
 Python 3 standard library only.
 """
@@ -183,10 +184,19 @@ def einsum_tables(records, out):
 
 def other_tables(records, out):
     overhead = [r for r in records if r["kind"] == "overhead"]
-    rest = [r for r in records if not r["shape"] and r["kind"] not in ("overhead",) + EINSUM_KINDS]
+    cg = [r for r in records if r["kind"] == "cg"]
+    rest = [r for r in records if not r["shape"] and r["kind"] not in ("overhead", "cg") + EINSUM_KINDS]
     if overhead:
         out.append("\n## Per-call overhead (overhead_bench)\n\n| benchmark | ranks | time (µs) |\n|---|---:|---:|")
         out.extend(f"| {r['name']} | {r['np']} | {fmt(r['ms'] * 1e3, 3)} |" for r in overhead)
+    if cg:
+        out.append("\n## One CG iteration against the handwritten MPI + BLAS one (cg_bench)\n\n"
+                   "`cg/side_by_side` runs the handwritten, unchecked and checked iterations in turn, so its "
+                   "ratios (shardwise's time / the handwritten one's) come from one run; the other rows ran one "
+                   "after another.\n\n| benchmark | ranks | n | time (ms) | ratio | ratio, unchecked |\n"
+                   "|---|---:|---:|---:|---:|---:|")
+        out.extend(f"| {r['name']} | {r['np']} | {fmt(r.get('n'), 0)} | {fmt(r['ms'], 3)}{flag(r)} | {fmt(r.get('ratio'))} | "
+                   f"{fmt(r.get('ratio_unchecked'))} |" for r in cg)
     if rest:
         out.append("\n## Other benchmarks\n\n| benchmark | file | time (ms) |\n|---|---|---:|")
         out.extend(f"| {r['name']} | {r['source']} | {fmt(r['ms'], 4)} |" for r in rest)
@@ -308,10 +318,14 @@ def main():
         with open(scaling) as f:
             out.append(f.read())
     other_tables(records, out)
-    compile_time = read_keys(os.path.join(args.results, "compile_time.txt"))
-    if compile_time:
-        out.append("\n## Compile time (benchmarks/compile_time.sh)\n\n| measurement | value |\n|---|---|")
-        out.extend(f"| {k} | {v} |" for k, v in compile_time.items())
+    # compile_time.txt (the build's compiler), compile_time_<name>.txt (others, e.g. clang)
+    for path in sorted(glob.glob(os.path.join(args.results, "compile_time*.txt")), key=lambda p: (len(p), p)):
+        compile_time = read_keys(path)
+        if compile_time:
+            compiler = compile_time.get("compiler", "?")
+            out.append(f"\n## Compile time, {compiler} (benchmarks/compile_time.sh, {os.path.basename(path)})\n\n"
+                       "| measurement | value |\n|---|---|")
+            out.extend(f"| {k} | {v} |" for k, v in compile_time.items())
     with open(args.output, "w") as f:
         f.write("\n".join(out) + "\n")
     plot_data(records, args.results, args.plot_ranks)

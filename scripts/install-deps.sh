@@ -10,6 +10,7 @@ packages=(
   gnuplot-nox                                # benchmark plot
   doxygen                                    # API reference (ninja -C build docs, test docs)
   libsimgrid-dev                             # smpicxx, smpirun: simulated clusters (benchmarks/simulate)
+  gfortran                                   # smpif90: ScaLAPACK's PDGEMM for the simulator (benchmarks/build_scalapack_smpi.sh)
 )
 
 missing=()

@@ -1,29 +1,40 @@
 #!/usr/bin/env python3
-"""The README's first C++ block must be examples/hello_matmul.cpp as written (the example is
-built and run under mpiexec as a test, so a reader who copies the block gets a program that
-works). Passes when the block appears verbatim in the example file.
+"""A C++ block of the README must be a source file as written (the file is built, and run as a
+test, so a reader who copies the block gets a program that compiles and works). Passes when the
+block appears verbatim in the file.
 
-usage: check_readme_example.py README.md examples/hello_matmul.cpp
+usage: check_readme_example.py README.md FILE [--block-containing TEXT]
+
+Without --block-containing, the README's first ```cpp block (examples/hello_matmul.cpp); with it,
+the first ```cpp block that contains TEXT (e.g. mpi_benchmark_main: benchmarks/my_bench.cpp).
 """
+import argparse
 import re
 import sys
 
 
 def main() -> int:
-    if len(sys.argv) != 3:
-        print(__doc__)
-        return 2
-    with open(sys.argv[1], encoding="utf-8") as f:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("readme")
+    parser.add_argument("source")
+    parser.add_argument("--block-containing", default=None, metavar="TEXT",
+                        help="check the first C++ block that contains TEXT instead of the first one")
+    args = parser.parse_args()
+    with open(args.readme, encoding="utf-8") as f:
         blocks = re.findall(r"```cpp\n(.*?)```", f.read(), re.S)
-    with open(sys.argv[2], encoding="utf-8") as f:
-        example = f.read()
+    with open(args.source, encoding="utf-8") as f:
+        source = f.read()
+    which = "first C++ block"
+    if args.block_containing is not None:
+        blocks = [b for b in blocks if args.block_containing in b]
+        which = f"first C++ block with {args.block_containing!r}"
     if not blocks:
-        print(f"{sys.argv[1]}: no ```cpp block")
+        print(f"{args.readme}: no {which}")
         return 1
-    if blocks[0] not in example:
-        print(f"{sys.argv[1]}: its first C++ block is not in {sys.argv[2]}; keep the two in step")
+    if blocks[0] not in source:
+        print(f"{args.readme}: its {which} is not in {args.source}; keep the two in step")
         return 1
-    print(f"{sys.argv[1]}: the first C++ block is {sys.argv[2]} as written")
+    print(f"{args.readme}: the {which} is {args.source} as written")
     return 0
 
 

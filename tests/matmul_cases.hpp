@@ -37,12 +37,21 @@ struct PlanCase {
   std::function<CaseResult(ProcessGroupMesh<M>&, MatmulShape, std::uint64_t, const CommCounters*)> run;
 };
 
+/// The scalar type as a case's name starts: fp64, fp32, complex<fp64>, complex<fp32>.
+template <typename Scalar>
+constexpr const char* scalar_label() {
+  if constexpr (std::is_same_v<Scalar, double>) return "fp64";
+  else if constexpr (std::is_same_v<Scalar, float>) return "fp32";
+  else if constexpr (std::is_same_v<Scalar, std::complex<double>>) return "complex<fp64>";
+  else return "complex<fp32>";
+}
+
 template <typename M, typename Scalar, typename ShA, typename ShB, typename ShC = NaturalOutput,
           typename V = variant::Standard>
 void add_case(std::vector<PlanCase<M>>& cases) {
   if constexpr (valid_matmul<M, ShA, ShB, ShC, V>) {
     std::ostringstream name;
-    name << (std::is_same_v<Scalar, double> ? "fp64 " : "fp32 ") << "A" << ShA::to_string() << " B"
+    name << scalar_label<Scalar>() << " A" << ShA::to_string() << " B"
          << ShB::to_string() << " " << V::name << ": " << matmul_plan<M, ShA, ShB, ShC, V>::describe();
     cases.push_back({name.str(), [](ProcessGroupMesh<M>& g, MatmulShape s, std::uint64_t seed, const CommCounters* c) {
                        return run_case<Scalar, ShA, ShB, ShC, V>(g, s, seed, c);
@@ -104,6 +113,9 @@ std::vector<PlanCase<Grid>> grid_cases_complex();
 std::vector<PlanCase<Cube>> cube_cases_fp64();
 /// 2.5D on layers z, from replicated inputs and from inputs stored once, and the 3-D algorithm.
 void add_25d_cases(std::vector<PlanCase<Cube>>& cases);
+/// 2.5D on layers z in std::complex<double> (C reduced, scattered or kept Partial; from operands
+/// stored once through via) and std::complex<float>: the randomized tests' complex 3-D pool.
+std::vector<PlanCase<Cube>> cube_cases_complex();
 
 /// The seed's cases on a 2-D mesh (x, y), each with C replicated as in the seed.
 template <typename Scalar>

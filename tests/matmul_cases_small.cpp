@@ -28,6 +28,20 @@ std::vector<PlanCase<Cube>> cube_cases_fp64() {
   return cases;
 }
 
+std::vector<PlanCase<Cube>> cube_cases_complex() {
+  using Z = std::complex<double>;
+  using G = TS<S<"x">, S<"y">>;
+  using Layers = variant::Summa25DPanels<3, "z">;
+  std::vector<PlanCase<Cube>> cases;
+  add_case<Cube, Z, G, G, NaturalOutput, Layers>(cases);
+  add_case<Cube, Z, G, G, TS<S<"x">, S<"y", "z">>, Layers>(cases);
+  add_case<Cube, Z, G, G, TS<S<"x">, S<"y">, P<"z">>, Layers>(cases);
+  add_case<Cube, Z, TS<S<"x">, S<"y", "z">>, TS<S<"x", "z">, S<"y">>, TS<S<"x">, S<"y", "z">>,
+           variant::Via<G, G, Layers>>(cases);
+  add_case<Cube, std::complex<float>, G, G, NaturalOutput, Layers>(cases);
+  return cases;
+}
+
 void add_25d_cases(std::vector<PlanCase<Cube>>& cases) {
   // 2.5D on layers z: A and B = [x, y], replicated over z; C reduced over z (AllReduce), scattered
   // into its columns (ReduceScatter), or kept Partial.

@@ -72,17 +72,27 @@ TEST(MatmulMpi, Cube) {
 
 TEST(MatmulMpi, RandomizedSample) {
   std::mt19937_64 draw(424242);  // the same draws on every rank
-  const auto line = line_cases_fp64();
-  const auto grid = grid_cases_fp64();
+  const auto line = line_cases_fp64(), line_complex = line_cases_complex();
+  const auto grid = grid_cases_fp64(), grid_complex = grid_cases_complex();
+  const auto cube_complex = cube_cases_complex();
   const int p = world_size();
   CountedGroups<Line> on_line(Line{p});
   CountedGroups<Grid> on_grid(Grid{2, p / 2});
+  CountedGroups<Cube> on_cube(p == 8 ? Cube{2, 2, 2} : Cube{1, 2, p / 2});
   auto extent = [&] { return static_cast<std::int64_t>(std::uniform_int_distribution<int>(0, 17)(draw)); };
-  for (int i = 0; i < 60; ++i) {
+  // 60 real cases (a third on the line) and 80 complex ones (complex<double> and complex<float>:
+  // the line's every output and variant, the grid's seed cases, SUMMA and ring, 2.5D on layers),
+  // each with gemm's alpha, beta, op 'T' and 'C' (run_case).
+  for (int i = 0; i < 140; ++i) {
     const sw::MatmulShape shape{.m = extent(), .k = extent(), .n = extent() + 1};
     const std::uint64_t seed = draw();
-    if (i % 3 == 0) expect_case(on_line, line[draw() % line.size()], shape, seed);
-    else expect_case(on_grid, grid[draw() % grid.size()], shape, seed);
+    switch (i % 7) {
+      case 0: expect_case(on_line, line[draw() % line.size()], shape, seed); break;
+      case 1: case 2: expect_case(on_grid, grid[draw() % grid.size()], shape, seed); break;
+      case 3: expect_case(on_line, line_complex[draw() % line_complex.size()], shape, seed); break;
+      case 4: case 5: expect_case(on_grid, grid_complex[draw() % grid_complex.size()], shape, seed); break;
+      default: expect_case(on_cube, cube_complex[draw() % cube_complex.size()], shape, seed); break;
+    }
     if (::testing::Test::HasFailure()) break;
   }
 }

@@ -119,26 +119,43 @@ TEST(MatmulVirtual, RandomizedDifferential) {
               static_cast<unsigned long long>(seed));
   std::mt19937_64 draw(seed);
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(draw); };
-  const auto line = line_cases_fp64(), line32 = line_cases_fp32();
-  const auto grid = grid_cases_fp64(), grid32 = grid_cases_fp32();
-  const auto cube = cube_cases_fp64();
-  constexpr int cases = 500;
+  const auto line = line_cases_fp64(), line32 = line_cases_fp32(), line_complex = line_cases_complex();
+  const auto grid = grid_cases_fp64(), grid32 = grid_cases_fp32(), grid_complex = grid_cases_complex();
+  const auto cube = cube_cases_fp64(), cube_complex = cube_cases_complex();
+  // What was drawn, by scalar kind (real, complex) and variant: each must have come up.
+  const char* const variants[] = {" standard: ", " ring: ", " summa: ", " summa_25d: "};
+  int drawn[2][4] = {};
+  auto run = [&](const auto& pool, const auto& mesh, sw::MatmulShape shape, std::uint64_t case_seed) {
+    const auto& c = pool[draw() % pool.size()];
+    const int kind = c.name.rfind("complex", 0) == 0 ? 1 : 0;
+    for (int v = 0; v < 4; ++v) drawn[kind][v] += c.name.find(variants[v]) != std::string::npos;
+    expect_case(c, mesh, shape, case_seed);
+  };
+  // About 500 real cases (as many as before complex ones were drawn) and 250 complex ones.
+  constexpr int cases = 750;
   for (int i = 0; i < cases; ++i) {
     // Extents 0..19, with empty dimensions now and then.
     const sw::MatmulShape shape{.m = pick(0, 19), .k = pick(0, 19), .n = pick(1, 19)};
     const std::uint64_t case_seed = draw();
     SCOPED_TRACE("case " + std::to_string(i) + " of the run with SHARDWISE_TEST_SEED=" + std::to_string(seed));
-    switch (pick(0, 9)) {
-      case 0: case 1: expect_case(line[draw() % line.size()], Line{pick(1, 6)}, shape, case_seed); break;
-      case 2: expect_case(line32[draw() % line32.size()], Line{pick(1, 5)}, shape, case_seed); break;
-      case 3: case 4: case 5: case 6:
-        expect_case(grid[draw() % grid.size()], Grid{pick(1, 3), pick(1, 3)}, shape, case_seed);
-        break;
-      case 7: expect_case(grid32[draw() % grid32.size()], Grid{pick(1, 3), pick(1, 3)}, shape, case_seed); break;
-      default: expect_case(cube[draw() % cube.size()], Cube{pick(1, 2), pick(1, 3), pick(1, 2)}, shape, case_seed); break;
+    switch (pick(0, 14)) {
+      case 0: case 1: run(line, Line{pick(1, 6)}, shape, case_seed); break;
+      case 2: run(line32, Line{pick(1, 5)}, shape, case_seed); break;
+      case 3: case 4: case 5: case 6: run(grid, Grid{pick(1, 3), pick(1, 3)}, shape, case_seed); break;
+      case 7: run(grid32, Grid{pick(1, 3), pick(1, 3)}, shape, case_seed); break;
+      case 8: case 9: run(cube, Cube{pick(1, 2), pick(1, 3), pick(1, 2)}, shape, case_seed); break;
+      // complex<double> and complex<float>: the line's every output and variant, the grid's
+      // seed cases, SUMMA and ring, and 2.5D on layers
+      case 10: case 11: run(line_complex, Line{pick(1, 6)}, shape, case_seed); break;
+      case 12: case 13: run(grid_complex, Grid{pick(1, 3), pick(1, 3)}, shape, case_seed); break;
+      default: run(cube_complex, Cube{pick(1, 2), pick(1, 3), pick(1, 2)}, shape, case_seed); break;
     }
-    if (::testing::Test::HasFailure()) break;  // the first failure is the useful one
+    if (::testing::Test::HasFailure()) return;  // the first failure is the useful one
   }
+  for (int kind = 0; kind < 2; ++kind)
+    for (int v = 0; v < 4; ++v)
+      EXPECT_GT(drawn[kind][v], 0) << (kind ? "complex" : "real") << " cases with the variant '" << variants[v]
+                                   << "' were never drawn";
 }
 
 // ---- both GEMM backends --------------------------------------------------------------------

@@ -2,7 +2,10 @@
 // 1-D and 2-D meshes of the world's size, each rank's block against the serial slice and its
 // counted traffic (CountingCommunicator over MPI) against the model; and the typed reshard of a
 // replicated tensor to a split one, 0 bytes. Verdicts are all-reduced so every rank asserts the same.
-// Also the errors of generate and elementwise, the same on every rank (no hang) under MPI.
+// Also the errors of generate and elementwise, the same on every rank (no hang) under MPI; and
+// the vector operations' checks of test_linalg_virtual.cpp (linalg_bodies.hpp: dot, norm, axpy,
+// scale, matvec, einsum's 0-D output, generate, elementwise, a Partial kept where B is
+// replicated) on every 2-axis mesh of the world's ranks.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -13,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "linalg_bodies.hpp"
 #include "local_checks.hpp"
 #include "mpi_errors.hpp"
 #include "mpi_support.hpp"
@@ -113,3 +117,54 @@ TEST(LinalgErrorsMpi, ElementwiseOfArraysWithDifferentExtents) {
       MPI_COMM_WORLD, [&] { (void)sw::elementwise([](double a, double b) { return a + b; }, x, y); },
       "shardwise::elementwise: the arrays have different extents (the first is [7], the result [7])");
 }
+
+// ---- the vector operations under mpiexec: linalg_bodies.hpp on P x 1, 1 x P and 2 x P/2 ---------
+
+namespace {
+
+using Mesh2 = sw::Mesh<sw::Axis<"x", sw::dynamic_extent>, sw::Axis<"y", sw::dynamic_extent>>;
+
+/// The 2-axis meshes of the world's ranks the bodies run on: P x 1, 1 x P, and 2 x P/2 when P is
+/// even and above 2.
+std::vector<Mesh2> meshes_of_the_world() {
+  const int p = world_size();
+  std::vector<Mesh2> meshes = {Mesh2{p, 1}, Mesh2{1, p}};
+  if (p % 2 == 0 && p > 2) meshes.push_back(Mesh2{2, p / 2});
+  return meshes;
+}
+
+/// Runs body(groups, counters, fail) on every rank for each mesh, with counting and the checks
+/// at CheckLevel::local; every rank asserts the same verdict and prints its own failure.
+template <typename Body>
+void on_every_mesh(Body&& body) {
+  LocalChecks quiet;
+  for (const Mesh2& mesh : meshes_of_the_world()) {
+    CountedGroups<Mesh2> g(mesh);
+    std::string failure;
+    body(g.groups, *g.counters, [&failure](const std::string& what) {
+      if (failure.empty()) failure = what;
+    });
+    int ok = failure.empty() ? 1 : 0;
+    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+    EXPECT_TRUE(ok) << "on " << mesh.extent(0) << " x " << mesh.extent(1) << " ranks; this rank (" << world_rank()
+                    << "): " << (failure.empty() ? "no failure" : failure);
+  }
+}
+
+#define SHARDWISE_ON_EVERY_MESH(body)                                                               \
+  on_every_mesh([](sw::ProcessGroupMesh<Mesh2>& groups, const sw::CommCounters& counters, auto fail) { \
+    body(groups, counters, fail);                                                                     \
+  })
+
+}  // namespace
+
+TEST(LinalgMpi, EinsumScalarOutput) { SHARDWISE_ON_EVERY_MESH(linalg::einsum_scalar_output); }
+TEST(LinalgMpi, DotNormAxpyScaleMatvec) { SHARDWISE_ON_EVERY_MESH(linalg::dot_norm_axpy_scale_matvec); }
+TEST(LinalgMpi, PartialKeptWhereBIsReplicated) {
+  SHARDWISE_ON_EVERY_MESH((linalg::keep_partial_with_b_replicated<Mesh2, "x">));
+  SHARDWISE_ON_EVERY_MESH((linalg::keep_partial_with_b_replicated<Mesh2, "x", "y">));
+}
+TEST(LinalgMpi, GenerateFillsEachBlockFromGlobalIndices) { SHARDWISE_ON_EVERY_MESH(linalg::generate_blocks); }
+TEST(LinalgMpi, ElementwiseOnEachBlock) { SHARDWISE_ON_EVERY_MESH(linalg::elementwise_on_blocks); }
+TEST(LinalgMpi, ComplexDotConjugatesTheFirstArgument) { SHARDWISE_ON_EVERY_MESH(linalg::complex_dot_and_norm); }
+TEST(LinalgMpi, NormDoesNotOverflow) { SHARDWISE_ON_EVERY_MESH(linalg::norm_without_overflow); }
