@@ -46,6 +46,7 @@
 #include "shardwise/comm/consistency.hpp"
 #include "shardwise/detail/failure.hpp"
 #include "shardwise/detail/fixed_string.hpp"
+#include "shardwise/detail/separate_compilation.hpp"
 #include "shardwise/kernels/executor.hpp"
 #include "shardwise/kernels/permute.hpp"
 #include "shardwise/layout.hpp"
@@ -97,7 +98,9 @@ template <typename Layout>
 struct face_traits;
 
 /// "[2, 3, 4]" for messages.
-inline std::string extents_text(std::span<const std::int64_t> extents) {
+[[gnu::noinline]] SHARDWISE_DECL std::string extents_text(std::span<const std::int64_t> extents)
+#if SHARDWISE_RUNTIME_DEFINITIONS  // else compiled once: see detail/separate_compilation.hpp
+{
   std::string text = "[";
   for (std::size_t d = 0; d < extents.size(); ++d) {
     if (d) text += ", ";
@@ -105,6 +108,9 @@ inline std::string extents_text(std::span<const std::int64_t> extents) {
   }
   return text + "]";
 }
+#else
+;
+#endif
 
 /// The number of dimensions of a sharding, or 1 for what is not a TensorSharding (so that
 /// only the message that names that mistake is reported).
@@ -117,9 +123,11 @@ constexpr std::size_t sharding_rank() {
 /// This rank's block of an array of `rank` dimensions of `extents` split as `axes`: its extents
 /// and where it starts. Negative extents count as empty (the callers report them). Out of line:
 /// every array type shares it.
-[[gnu::noinline]] inline void place_block(int rank, const tensor_axes& axes, const block_geometry& geo,
-                                          const tensor_extents& extents, tensor_extents& local,
-                                          tensor_extents& offsets) {
+[[gnu::noinline]] SHARDWISE_DECL void place_block(int rank, const tensor_axes& axes, const block_geometry& geo,
+                                                  const tensor_extents& extents, tensor_extents& local,
+                                                  tensor_extents& offsets)
+#if SHARDWISE_RUNTIME_DEFINITIONS
+{
   for (int d = 0; d < rank; ++d) {
     const auto i = static_cast<std::size_t>(d);
     const std::int64_t e = extents[i] < 0 ? 0 : extents[i];
@@ -127,6 +135,36 @@ constexpr std::size_t sharding_rank() {
     offsets[i] = geo.offset(e, axes.dim(d));
   }
 }
+#else
+;
+#endif
+
+/// The same for an array's own arrays of `rank` extents: its block's extents and offsets and, for
+/// an owning block (`contiguous` not null), the strides of a block contiguous in that order.
+/// Throws, naming the array type `name`, for a negative extent when `check` is set. Out of line,
+/// so that an array type's constructors stay a call (they are compiled once per array type).
+[[gnu::noinline]] SHARDWISE_DECL void place_array(int rank, const std::int64_t* extents, const tensor_axes& axes,
+                                                  const block_geometry& geo, const dim_order* contiguous,
+                                                  std::int64_t* local, std::int64_t* offsets, tensor_extents& strides,
+                                                  const char* check)
+#if SHARDWISE_RUNTIME_DEFINITIONS
+{
+  tensor_extents global{}, here{}, starts{};
+  for (int d = 0; d < rank; ++d) {
+    global[static_cast<std::size_t>(d)] = extents[d];
+    if (check != nullptr && extents[d] < 0)
+      fail({check, ": the extents ", extents_text({extents, static_cast<std::size_t>(rank)}), " have a negative one"});
+  }
+  place_block(rank, axes, geo, global, here, starts);
+  for (int d = 0; d < rank; ++d) {
+    local[d] = here[static_cast<std::size_t>(d)];
+    offsets[d] = starts[static_cast<std::size_t>(d)];
+  }
+  if (contiguous != nullptr) strides = strides_of(here, *contiguous);
+}
+#else
+;
+#endif
 
 /// A global index, one per dimension (the parameter pack of generate's element function).
 template <std::size_t>
@@ -418,10 +456,8 @@ class DistributedArray {
   DistributedArray(const ProcessGroupMesh<M>& groups, const extents_type& extents, detail::uninitialized_t)
     requires owning
       : groups_(groups), extents_(extents) {
-    for (std::int64_t e : extents)
-      if (e < 0) detail::fail({face::name, ": the shape ", face::shape_text(extents), " has a negative extent"});
     (void)groups_.state(face::name);  // a moved-from mesh cannot hold an array
-    place();
+    place(face::name);
     resize_block();
   }
   /// A zero matrix of the given global shape (local, as above).
@@ -795,14 +831,11 @@ class DistributedArray {
     return true;
   }
   /// Places this rank's block of extents_; an owning block is contiguous in the storage order.
-  void place() {
-    detail::tensor_extents global = global_extents(), local{}, starts{};
-    detail::place_block(static_cast<int>(rank), axes, groups_.geometry(), global, local, starts);
-    for (std::size_t d = 0; d < rank; ++d) {
-      local_[d] = local[d];
-      offsets_[d] = starts[d];
-    }
-    if constexpr (owning) strides_ = detail::strides_of(local, storage);
+  /// `check`: the name to report a negative extent with (none: not checked here).
+  void place(const char* check = nullptr) {
+    static constexpr detail::dim_order order = storage;
+    detail::place_array(static_cast<int>(rank), extents_.data(), axes, groups_.geometry(), owning ? &order : nullptr,
+                        local_.data(), offsets_.data(), strides_, check);
   }
   void resize_block() {
     detail::tensor_extents local{};
