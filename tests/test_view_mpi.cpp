@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include "allocation_counter.hpp"
+#include "block_cyclic_cases.hpp"
 #include "local_checks.hpp"
 #include "mpi_support.hpp"
 #include "own_buffer_cases.hpp"
@@ -87,5 +88,23 @@ TEST(ViewMpi, OwnBuffersNothingDistributed) {
     EXPECT_TRUE(ok[1]) << "a view's data is not the caller's buffer";
     EXPECT_TRUE(ok[2]) << "a local plan used the workspace; this rank:" << v.detail;
     EXPECT_TRUE(ok[3]) << "a repeated call allocated more than its result; this rank:" << v.detail;
+  }
+}
+
+// Block-cyclic arrays (tests/block_cyclic_cases.hpp) under mpiexec: P x 1, 1 x P and 2 x P/2.
+TEST(ViewMpi, BlockCyclicLayoutsReshardsAndProducts) {
+  const int p = world_size();
+  std::vector<std::pair<int, int>> grids{{p, 1}, {1, p}};
+  if (p % 2 == 0 && p > 2) grids.emplace_back(2, p / 2);
+  for (const auto& [rows, cols] : grids) {
+    CountedGroups<RowsCols> g(RowsCols{rows, cols});
+    LocalChecks quiet;
+    std::string first;
+    run_block_cyclic_cases(g.groups, *g.counters, [&](const std::string& what) {
+      if (first.empty()) first = what;
+    });
+    int ok = first.empty() ? 1 : 0;
+    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+    EXPECT_TRUE(ok) << rows << " x " << cols << ": this rank: " << first;
   }
 }

@@ -11,10 +11,12 @@
 // executor) is compiled once, not once per mesh. Pure compile-time: no MPI, no Eigen.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <utility>
+#include <vector>
 
 #include "shardwise/detail/partition.hpp"
 #include "shardwise/detail/static_vector.hpp"
@@ -325,7 +327,108 @@ struct sharding_of_axes<M, T, std::index_sequence<D...>, true> {
 
 }  // namespace detail
 
+// ---- block-cyclic dimensions -------------------------------------------------------------------
+
+/// One dimension of a block-cyclic distribution: `extent` indices in blocks of `block`, the
+/// first block on process `source` of `processes`.
+struct BlockCyclicDim {
+  std::int64_t extent = 0;  ///< Global extent (M or N of the descriptor).
+  std::int64_t block = 1;   ///< Block size (MB or NB).
+  int source = 0;           ///< Process of the first block (RSRC or CSRC).
+  int processes = 1;        ///< Processes along this dimension of the grid.
+
+  /// The process that holds global index i (INDXG2P).
+  [[nodiscard]] constexpr int owner(std::int64_t i) const {
+    return static_cast<int>((source + i / block) % processes);
+  }
+  /// Where global index i sits in its owner's local array (INDXG2L).
+  [[nodiscard]] constexpr std::int64_t local_index(std::int64_t i) const {
+    return (i / (block * processes)) * block + i % block;
+  }
+  /// The global index of local index l on process p (INDXL2G).
+  [[nodiscard]] constexpr std::int64_t global_index(std::int64_t l, int p) const {
+    const std::int64_t distance = (processes + p - source) % processes;
+    return ((l / block) * processes + distance) * block + l % block;
+  }
+  /// How many indices process p holds (NUMROC).
+  [[nodiscard]] constexpr std::int64_t local_extent(int p) const {
+    const std::int64_t distance = (processes + p - source) % processes;
+    const std::int64_t blocks = extent / block;
+    std::int64_t count = (blocks / processes) * block;
+    const std::int64_t extra = blocks % processes;
+    if (distance < extra) count += block;
+    else if (distance == extra) count += extent % block;
+    return count;
+  }
+};
+
+/// A run of consecutive global indices held by one process: they are consecutive locally too.
+struct IndexRun {
+  std::int64_t global = 0;  ///< First global index.
+  std::int64_t local = 0;   ///< Its local index on the process.
+  std::int64_t length = 0;  ///< Indices in the run (at most one block).
+};
+
+/// The runs of [first, first + count) that process p holds, in increasing order.
+inline std::vector<IndexRun> owned_runs(const BlockCyclicDim& d, int p, std::int64_t first, std::int64_t count) {
+  std::vector<IndexRun> runs;
+  const std::int64_t end = first + count;
+  for (std::int64_t g = first; g < end;) {
+    const std::int64_t b = g / d.block;
+    const int owner = static_cast<int>((d.source + b) % d.processes);
+    if (owner == p) {
+      const std::int64_t block_end = std::min(end, (b + 1) * d.block);
+      runs.push_back({g, d.local_index(g), block_end - g});
+      g = block_end;
+    } else {
+      g = (b + (d.processes + p - owner) % d.processes) * d.block;  // p's next block
+    }
+  }
+  return runs;
+}
+
+
 // ---- local layout policies ---------------------------------------------------------------------
+
+namespace detail {
+
+/// An array's block-cyclic dimensions, as values (what tensor_axes does not say): per dimension
+/// the block size (0: blocks over its axes, or whole) and the coordinate of its first block.
+struct array_cycles {
+  std::array<std::int64_t, max_tensor_rank> block{};
+  std::array<int, max_tensor_rank> first{};
+  [[nodiscard]] constexpr bool any() const {
+    for (std::int64_t b : block)
+      if (b > 0) return true;
+    return false;
+  }
+};
+
+/// The indices of dimension `d` (of `global` indices, split over `axes`, block-cyclic when
+/// `cycles.block[d]` is not 0) that the rank at `geo` holds, as runs of consecutive global
+/// indices that are consecutive in its block too: one run for a block, runs of at most NB for a
+/// block-cyclic dimension.
+inline std::vector<IndexRun> held_runs(std::int64_t global, const axis_list& axes, const array_cycles& cycles, int d,
+                                       const block_geometry& geo) {
+  const auto i = static_cast<std::size_t>(d);
+  if (cycles.block[i] == 0) {
+    const std::int64_t n = geo.extent(global, axes);
+    if (n == 0) return {};
+    return {IndexRun{geo.offset(global, axes), 0, n}};
+  }
+  const BlockCyclicDim dim{global, cycles.block[i], cycles.first[i], geo.group_size(axes)};
+  return owned_runs(dim, geo.group_rank(axes), 0, global);
+}
+
+/// The number of indices of that dimension the rank at `geo` holds.
+constexpr std::int64_t held_extent(std::int64_t global, const axis_list& axes, const array_cycles& cycles, int d,
+                                   const block_geometry& geo) {
+  const auto i = static_cast<std::size_t>(d);
+  if (cycles.block[i] == 0) return geo.extent(global, axes);
+  return BlockCyclicDim{global, cycles.block[i], cycles.first[i], geo.group_size(axes)}.local_extent(geo.group_rank(axes));
+}
+
+}  // namespace detail
 
 namespace detail {
 /// How an array's block is seen from Eigen: a matrix (Eigen::Matrix, Map), an N-D tensor

@@ -21,6 +21,7 @@
 
 #include "shardwise/detail/separate_compilation.hpp"
 #include "shardwise/kernels/executor.hpp"
+#include "shardwise/kernels/redistribute.hpp"
 #include "shardwise/plan/matmul_plan.hpp"
 #include "shardwise/plan/memory_budget.hpp"
 #include "shardwise/plan/program.hpp"
@@ -122,6 +123,136 @@ void run_matmul(ShardedMatrix<Scalar, M, ShC, OC>& c, const ShardedMatrix<Scalar
 
 }  // namespace detail
 
+namespace detail {
+
+/// A dimension's sharding as blocks: BlockCyclic<axis, NB, First> becomes Split<axis>.
+template <typename D>
+struct as_blocks {
+  using type = D;
+};
+template <fixed_string N, std::int64_t B, int F>
+struct as_blocks<BlockCyclic<N, B, F>> {
+  using type = Split<N>;
+};
+/// A sharding with its block-cyclic dimensions as blocks over the same axes (NaturalOutput stays).
+template <typename Sh>
+struct blocks_of {
+  using type = Sh;
+};
+template <typename... P>
+struct blocks_of<TensorSharding<P...>> {
+  using type = TensorSharding<typename as_blocks<P>::type...>;
+};
+template <typename Sh>
+using blocks_of_t = typename blocks_of<Sh>::type;
+
+/// A block dimension back to an operand's block-cyclic one when it is split over that one's axis.
+template <typename Block, typename Cyclic>
+struct back_to_cyclic {
+  using type = Block;
+};
+template <fixed_string N, std::int64_t B, int F>
+struct back_to_cyclic<Split<N>, BlockCyclic<N, B, F>> {
+  using type = BlockCyclic<N, B, F>;
+};
+/// The natural output of a product of block-cyclic operands: the block plan's natural output,
+/// its rows block-cyclic as A's rows where they keep A's row axis, its columns as B's columns.
+template <typename Natural, typename ShA, typename ShB>
+struct cyclic_natural_output {
+  using type = Natural;  // a pending sum stays in blocks
+};
+template <typename D0, typename D1, typename ShA, typename ShB>
+struct cyclic_natural_output<TensorSharding<D0, D1>, ShA, ShB> {
+  using type = TensorSharding<typename back_to_cyclic<D0, typename ShA::template dim<0>>::type,
+                              typename back_to_cyclic<D1, typename ShB::template dim<1>>::type>;
+};
+
+/// Where an array of sharding Sh on M has its elements, for the redistribution kernel.
+template <MeshType M, typename Sh>
+constexpr placement placement_of() {
+  placement p;
+  p.axes = tensor_axes::of(resolve_sharding<M, Sh>());
+  for (std::size_t d = 0; d < Sh::rank; ++d) {
+    p.cycles.block[d] = Sh::dim_cycle[d];
+    p.cycles.first[d] = Sh::dim_first[d];
+  }
+  return p;
+}
+
+}  // namespace detail
+
+/// C = A * B for block-cyclic operands (ScaLAPACK's layout, BlockCyclic<axis, NB>), as planned
+/// steps: A and B are redistributed to the blocks over the same axes (kernels/redistribute.hpp),
+/// the block plan of matmul_plan runs (any variant: SUMMA, ring, 2.5D), and C is redistributed to
+/// the requested sharding, or to the natural one: the block plan's, block-cyclic again where it
+/// keeps A's row axis or B's column axis. The bytes of every step are in traffic().
+template <MeshType M, TensorShardingType ShA, TensorShardingType ShB, typename ShC = NaturalOutput,
+          detail::MatmulVariant Variant = variant::Standard>
+struct block_cyclic_matmul_plan {
+  /// A's and B's shardings as blocks: what the block plan starts from.
+  using block_a = detail::blocks_of_t<ShA>;
+  using block_b = detail::blocks_of_t<ShB>;
+  /// The plan of the product itself.
+  using block_plan = matmul_plan<M, block_a, block_b, detail::blocks_of_t<ShC>, Variant>;
+  /// C's sharding.
+  using output_sharding =
+      std::conditional_t<std::is_same_v<ShC, NaturalOutput>,
+                         typename detail::cyclic_natural_output<typename block_plan::output_sharding, ShA, ShB>::type,
+                         ShC>;
+
+  /// Bytes and messages the rank at `coordinate` sends: the redistributions of A, B and C and
+  /// the block plan's steps.
+  static Traffic traffic(const M& mesh, const typename M::coordinate_type& coordinate, MatmulShape shape,
+                         std::int64_t scalar_bytes) {
+    const detail::block_geometry geo(mesh, coordinate);
+    Traffic t = block_plan::traffic(mesh, coordinate, shape, scalar_bytes);
+    if constexpr (!std::is_same_v<ShA, block_a>)
+      t += detail::redistribution_traffic(detail::placement_of<M, ShA>(), detail::placement_of<M, block_a>(),
+                                          {shape.m, shape.k}, geo, scalar_bytes);
+    if constexpr (!std::is_same_v<ShB, block_b>)
+      t += detail::redistribution_traffic(detail::placement_of<M, ShB>(), detail::placement_of<M, block_b>(),
+                                          {shape.k, shape.n}, geo, scalar_bytes);
+    if constexpr (!std::is_same_v<output_sharding, typename block_plan::output_sharding>)
+      t += detail::redistribution_traffic(detail::placement_of<M, typename block_plan::output_sharding>(),
+                                          detail::placement_of<M, output_sharding>(), {shape.m, shape.n}, geo,
+                                          scalar_bytes);
+    return t;
+  }
+
+  /// "Redistribute A to [x, y]; <the block plan>; redistribute C to [x cyclic 2, y cyclic 2]".
+  static std::string describe() {
+    std::string text;
+    if constexpr (!std::is_same_v<ShA, block_a>) text += "Redistribute A " + ShA::to_string() + " to " + block_a::to_string() + "; ";
+    if constexpr (!std::is_same_v<ShB, block_b>) text += "Redistribute B " + ShB::to_string() + " to " + block_b::to_string() + "; ";
+    text += block_plan::describe();
+    if constexpr (!std::is_same_v<output_sharding, typename block_plan::output_sharding>)
+      text += "; redistribute C to " + output_sharding::to_string();
+    return text;
+  }
+};
+
+namespace detail {
+
+/// An operand as its block counterpart: itself when it has no block-cyclic dimension.
+template <typename Block, typename X>
+decltype(auto) as_block_operand(const X& x) {
+  if constexpr (std::is_same_v<typename X::sharding, Block>) return (x);
+  else return reshard<Block>(x);
+}
+
+/// matmul's path for block-cyclic operands (block_cyclic_matmul_plan).
+template <typename ShC, typename Variant, typename A, typename B>
+auto block_cyclic_matmul(const A& a, const B& b) {
+  using Plan = block_cyclic_matmul_plan<typename A::mesh_type, typename A::sharding, typename B::sharding, ShC, Variant>;
+  const auto& ab = as_block_operand<typename Plan::block_a>(a);
+  const auto& bb = as_block_operand<typename Plan::block_b>(b);
+  auto c = matmul<blocks_of_t<ShC>>(ab, bb, Variant{});
+  if constexpr (std::is_same_v<typename Plan::output_sharding, typename decltype(c)::sharding>) return c;
+  else return reshard<typename Plan::output_sharding>(c);
+}
+
+}  // namespace detail
+
 /// C = A * B. ShC: NaturalOutput (C = [am, bn]) or a requested TensorSharding.
 /// Variant: standard, ring or summa (see plan/matmul_plan.hpp). A and B may be views
 /// (shardwise/view.hpp: sw::view, sw::transposed); C is owning.
@@ -129,6 +260,9 @@ template <typename ShC = NaturalOutput, typename Scalar, MeshType M, typename Sh
           int OB, typename WB, detail::MatmulVariant Variant = variant::Standard>
 auto matmul(const ShardedMatrix<Scalar, M, ShA, OA, WA>& a, const ShardedMatrix<Scalar, M, ShB, OB, WB>& b,
             Variant = {}) {
+  if constexpr (detail::has_block_cyclic_v<ShA> || detail::has_block_cyclic_v<ShB>) {
+    return detail::block_cyclic_matmul<ShC, Variant>(a, b);
+  } else {
   using Plan = matmul_plan<M, ShA, ShB, ShC, Variant>;
   if constexpr (!Plan::compiles) {
     return detail::invalid_matmul{};  // the plan's static_assert said why; nothing more to report
@@ -139,6 +273,7 @@ auto matmul(const ShardedMatrix<Scalar, M, ShA, OA, WA>& a, const ShardedMatrix<
     Result c(a.groups(), a.rows(), b.cols(), detail::uninitialized);
     detail::run_matmul<Plan>(c, a, b);
     return c;
+  }
   }
 }
 

@@ -9,7 +9,10 @@
 // one executor runs the steps, for any array: a matrix, a tensor, an activation, a view.
 #pragma once
 
+#include <cstdint>
 #include <type_traits>
+
+#include "shardwise/traffic.hpp"
 
 #include "shardwise/distributed_array.hpp"
 #include "shardwise/kernels/executor.hpp"
@@ -32,10 +35,35 @@ auto reshard(const DistributedArray<Scalar, M, From, L, W>& x) {
   using Result = DistributedArray<Scalar, M, To, detail::resharded_layout_t<L, To, OrderTo>>;
   x.agree("shardwise::reshard");
   Result result(x.groups(), x.extents(), detail::uninitialized);
-  detail::execute<detail::reshard_program<M, From, To, Source::storage, Result::storage>, Scalar>(
-      x.groups().state("reshard"), {{{}, {}, x.global_extents()}},
-      {.c = x.data(), .out = result.data(), .strides = {nullptr, nullptr, detail::block_strides(x)}});
+  if constexpr (Source::block_cyclic || Result::block_cyclic) {
+    // To or from ScaLAPACK's layout: a redistribution (kernels/redistribute.hpp), its bytes
+    // reshard_traffic's.
+    static_assert(!From::is_partial, "shardwise::reshard: a Partial array goes to a block-cyclic sharding after "
+                                     "its sum: reduce() it first");
+    auto& buffers = detail::redistribution_buffers<Scalar>();
+    detail::redistribute<Scalar>(x.groups().state("reshard"), Source::own_placement(), Result::own_placement(),
+                                 x.global_extents(), x.data(), x.local_strides(), result.data(),
+                                 result.local_strides(), buffers.send, buffers.receive);
+  } else {
+    detail::execute<detail::reshard_program<M, From, To, Source::storage, Result::storage>, Scalar>(
+        x.groups().state("reshard"), {{{}, {}, x.global_extents()}},
+        {.c = x.data(), .out = result.data(), .strides = {nullptr, nullptr, detail::block_strides(x)}});
+  }
   return result;
+}
+
+/// The bytes and messages this rank sends in reshard<To>(x): the reshard plan's model, or for a
+/// block-cyclic source or target the redistribution's (kernels/redistribute.hpp).
+template <TensorShardingType To, typename Scalar, MeshType M, typename From, typename L, typename W>
+Traffic reshard_traffic(const DistributedArray<Scalar, M, From, L, W>& x) {
+  using Source = DistributedArray<Scalar, M, From, L, W>;
+  using Result = DistributedArray<Scalar, M, To, detail::resharded_layout_t<L, To>>;
+  const auto bytes = static_cast<std::int64_t>(sizeof(Scalar));
+  if constexpr (Source::block_cyclic || Result::block_cyclic)
+    return detail::redistribution_traffic(Source::own_placement(), Result::own_placement(), x.global_extents(),
+                                          x.groups().geometry(), bytes);
+  else
+    return reshard_plan<M, From, To>::traffic(x.groups().mesh(), x.groups().coordinate(), x.global_extents(), bytes);
 }
 
 /// Finishes a pending sum: Partial<axes> becomes the plain sharding (one AllReduce).

@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -41,6 +42,23 @@ struct Split {
   static constexpr detail::static_vector<std::string_view, max_mesh_axes> axes{Names.view()...};
 };
 
+/// A dimension cut into blocks of `NB` indices dealt round-robin over one mesh axis, the first
+/// block to coordinate `First` along it: ScaLAPACK's 2-D block-cyclic distribution, one
+/// dimension at a time (MB and RSRC for rows, NB and CSRC for columns). Block k of the dimension
+/// lives at coordinate (First + k) mod extent(axis); each rank stores its blocks one after
+/// another (ScaLAPACK's NUMROC gives how many indices that is).
+template <fixed_string Name, std::int64_t NB, int First = 0>
+struct BlockCyclic {
+  static_assert(NB >= 1, "shardwise::BlockCyclic<axis, NB>: the block size NB must be at least 1");
+  static_assert(First >= 0, "shardwise::BlockCyclic<axis, NB, First>: the first block's coordinate must not be negative");
+  /// The axis dealing the blocks.
+  static constexpr detail::static_vector<std::string_view, max_mesh_axes> axes{Name.view()};
+  /// Indices per block (MB or NB).
+  static constexpr std::int64_t block = NB;
+  /// The coordinate along the axis that holds the first block (RSRC or CSRC).
+  static constexpr int first = First;
+};
+
 /// A pending sum over mesh axes: the tensor is the sum of the copies held along them.
 template <fixed_string... Names>
 struct Partial {
@@ -57,6 +75,10 @@ using name_list = static_vector<std::string_view, max_mesh_axes>;
 template <typename T> inline constexpr bool is_dim_sharding_v = false;
 template <> inline constexpr bool is_dim_sharding_v<Replicated> = true;
 template <fixed_string... N> inline constexpr bool is_dim_sharding_v<Split<N...>> = true;
+template <fixed_string N, std::int64_t B, int F> inline constexpr bool is_dim_sharding_v<BlockCyclic<N, B, F>> = true;
+
+template <typename T> inline constexpr bool is_block_cyclic_v = false;
+template <fixed_string N, std::int64_t B, int F> inline constexpr bool is_block_cyclic_v<BlockCyclic<N, B, F>> = true;
 
 template <typename T> inline constexpr bool is_partial_v = false;
 template <fixed_string... N> inline constexpr bool is_partial_v<Partial<N...>> = true;
@@ -91,8 +113,8 @@ constexpr name_list every_axis_named() {
 template <typename... Params>
 struct TensorSharding {
   static_assert(((detail::is_dim_sharding_v<Params> || detail::is_partial_v<Params>) && ...),
-                "shardwise::TensorSharding: every parameter must be Replicated, Split<\"axis\", ...> "
-                "or Partial<\"axis\", ...>");
+                "shardwise::TensorSharding: every parameter must be Replicated, Split<\"axis\", ...>, "
+                "BlockCyclic<\"axis\", NB> or Partial<\"axis\", ...>");
   static_assert(detail::partial_only_last<Params...>(),
                 "shardwise::TensorSharding: at most one Partial<...>, and it must come last, after the "
                 "dimension shardings");
@@ -117,6 +139,29 @@ struct TensorSharding {
     return result;
   }();
 
+  /// Per dimension, the block size of a BlockCyclic dimension (0 for Replicated and Split).
+  static constexpr std::array<std::int64_t, rank> dim_cycle = [] {
+    std::array<std::int64_t, rank> result{};
+    [[maybe_unused]] std::size_t i = 0;
+    ((void)[&] {
+      if constexpr (detail::is_block_cyclic_v<Params>) result[i++] = Params::block;
+      else if constexpr (detail::is_dim_sharding_v<Params>) ++i;
+    }(), ...);
+    return result;
+  }();
+  /// Per dimension, the coordinate of a BlockCyclic dimension's first block (0 otherwise).
+  static constexpr std::array<int, rank> dim_first = [] {
+    std::array<int, rank> result{};
+    [[maybe_unused]] std::size_t i = 0;
+    ((void)[&] {
+      if constexpr (detail::is_block_cyclic_v<Params>) result[i++] = Params::first;
+      else if constexpr (detail::is_dim_sharding_v<Params>) ++i;
+    }(), ...);
+    return result;
+  }();
+  /// Whether a dimension is BlockCyclic.
+  static constexpr bool is_block_cyclic = (detail::is_block_cyclic_v<Params> || ...);
+
   /// Axis names of the pending sum (empty when there is none).
   static constexpr detail::name_list partial_axes = [] {
     detail::name_list result{};
@@ -130,6 +175,7 @@ struct TensorSharding {
     for (std::size_t d = 0; d < rank; ++d) {
       if (d) text.append(", ");
       text.append(detail::axes_text(dim_axes[d]));
+      if (dim_cycle[d] > 0) text.append(detail::cat(" cyclic ", std::to_string(dim_cycle[d])));
     }
     text.append("]");
     if (is_partial) text.append(detail::cat(" + Partial(", detail::axes_text(partial_axes), ")"));
@@ -140,6 +186,12 @@ struct TensorSharding {
 namespace detail {
 template <typename T> inline constexpr bool is_tensor_sharding_v = false;
 template <typename... P> inline constexpr bool is_tensor_sharding_v<TensorSharding<P...>> = true;
+}  // namespace detail
+
+namespace detail {
+/// Whether T is a TensorSharding with a BlockCyclic dimension (false for anything else).
+template <typename T> inline constexpr bool has_block_cyclic_v = false;
+template <typename... P> inline constexpr bool has_block_cyclic_v<TensorSharding<P...>> = TensorSharding<P...>::is_block_cyclic;
 }  // namespace detail
 
 /// Satisfied by every TensorSharding<...> type.
@@ -220,6 +272,10 @@ struct checked_axis_names {};  // Replicated
 template <MeshType M, fixed_string... Names>
 struct checked_axis_names<M, Split<Names...>> {
   static_assert(((sizeof(checked_axis_name<M, Names>) > 0) && ...));
+};
+template <MeshType M, fixed_string Name, std::int64_t B, int F>
+struct checked_axis_names<M, BlockCyclic<Name, B, F>> {
+  static_assert(sizeof(checked_axis_name<M, Name>) > 0);
 };
 template <MeshType M, fixed_string... Names>
 struct checked_axis_names<M, Partial<Names...>> {
