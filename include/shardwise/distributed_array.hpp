@@ -42,6 +42,7 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "shardwise/comm/consistency.hpp"
 #include "shardwise/detail/failure.hpp"
@@ -49,6 +50,7 @@
 #include "shardwise/detail/separate_compilation.hpp"
 #include "shardwise/kernels/executor.hpp"
 #include "shardwise/kernels/permute.hpp"
+#include "shardwise/kernels/redistribute.hpp"
 #include "shardwise/layout.hpp"
 #include "shardwise/mesh.hpp"
 #include "shardwise/plan/program.hpp"
@@ -144,9 +146,9 @@ constexpr std::size_t sharding_rank() {
 /// Throws, naming the array type `name`, for a negative extent when `check` is set. Out of line,
 /// so that an array type's constructors stay a call (they are compiled once per array type).
 [[gnu::noinline]] SHARDWISE_DECL void place_array(int rank, const std::int64_t* extents, const tensor_axes& axes,
-                                                  const block_geometry& geo, const dim_order* contiguous,
-                                                  std::int64_t* local, std::int64_t* offsets, tensor_extents& strides,
-                                                  const char* check)
+                                                  const array_cycles& cycles, const block_geometry& geo,
+                                                  const dim_order* contiguous, std::int64_t* local,
+                                                  std::int64_t* offsets, tensor_extents& strides, const char* check)
 #if SHARDWISE_RUNTIME_DEFINITIONS
 {
   tensor_extents global{}, here{}, starts{};
@@ -156,6 +158,21 @@ constexpr std::size_t sharding_rank() {
       fail({check, ": the extents ", extents_text({extents, static_cast<std::size_t>(rank)}), " have a negative one"});
   }
   place_block(rank, axes, geo, global, here, starts);
+  // A block-cyclic dimension: NUMROC indices, the first of them the offset (INDXL2G of 0).
+  for (int d = 0; d < rank; ++d) {
+    const auto i = static_cast<std::size_t>(d);
+    if (cycles.block[i] == 0) continue;
+    const int parts = geo.group_size(axes.dim(d));
+    if (cycles.first[i] >= parts)
+      fail({check != nullptr ? check : "shardwise::view", ": BlockCyclic dimension ", static_cast<std::int64_t>(d),
+            " puts its first block at coordinate ", static_cast<std::int64_t>(cycles.first[i]),
+            " of an axis of extent ", static_cast<std::int64_t>(parts), "; give a coordinate from 0 to ",
+            static_cast<std::int64_t>(parts - 1)});
+    const BlockCyclicDim dim{global[i] < 0 ? 0 : global[i], cycles.block[i], cycles.first[i], parts};
+    const int p = geo.group_rank(axes.dim(d));
+    here[i] = dim.local_extent(p);
+    starts[i] = here[i] > 0 ? dim.global_index(0, p) : 0;
+  }
   for (int d = 0; d < rank; ++d) {
     local[d] = here[static_cast<std::size_t>(d)];
     offsets[d] = starts[static_cast<std::size_t>(d)];
@@ -442,6 +459,26 @@ class DistributedArray {
     else
       return detail::tensor_axes{};
   }();
+  /// The block-cyclic dimensions (BlockCyclic<axis, NB, First>): their block sizes and first
+  /// blocks' coordinates (0 for the others).
+  static constexpr detail::array_cycles cycles = [] {
+    detail::array_cycles c;
+    if constexpr (detail::is_tensor_sharding_v<Sh>)
+      for (std::size_t d = 0; d < rank && d < Sh::rank; ++d) {
+        c.block[d] = Sh::dim_cycle[d];
+        c.first[d] = Sh::dim_first[d];
+      }
+    return c;
+  }();
+  /// Whether a dimension is block-cyclic (ScaLAPACK's layout): its block's extents are
+  /// NUMROC's, and offsets() holds the global index of each dimension's first local index.
+  static constexpr bool block_cyclic = cycles.any();
+  static_assert(!block_cyclic || ![] {
+                  if constexpr (detail::is_tensor_sharding_v<Sh>) return Sh::is_partial;
+                  else return false;
+                }(),
+                "shardwise::DistributedArray: a block-cyclic array cannot hold a pending sum (Partial); reduce it "
+                "in a block sharding, then reshard it to BlockCyclic");
 
   // ---- construction (local: no communication) ------------------------------------------------
 
@@ -586,16 +623,28 @@ class DistributedArray {
         result.zero();
         return result;
       }
-      // Each element in the block's storage order, its global index counted alongside.
-      extents_type index = result.offsets_;
+      // Each element in the block's storage order, its global index from each dimension's
+      // runs (one run per dimension for blocks; runs of NB for a block-cyclic dimension).
+      std::array<std::vector<std::int64_t>, rank> global_of{};
+      const detail::block_geometry& geo = groups.geometry();
+      for (std::size_t d = 0; d < rank; ++d)
+        for (const IndexRun& run : detail::held_runs(extents[d], axes.dim(static_cast<int>(d)), cycles,
+                                                     static_cast<int>(d), geo))
+          for (std::int64_t k = 0; k < run.length; ++k) global_of[d].push_back(run.global + k);
+      extents_type local_index{}, index{};
+      for (std::size_t d = 0; d < rank; ++d) index[d] = result.local_[d] > 0 ? global_of[d][0] : 0;
       Scalar* out = result.block_.data();
       const std::int64_t count = result.local_size();
       for (std::int64_t e = 0; e < count; ++e) {
         out[e] = static_cast<Scalar>(std::apply(element, index));
         for (int i = storage.rank; i-- > 0;) {
           const auto d = static_cast<std::size_t>(storage[i]);
-          if (++index[d] < result.offsets_[d] + result.local_[d]) break;
-          index[d] = result.offsets_[d];
+          if (++local_index[d] < result.local_[d]) {
+            index[d] = global_of[d][static_cast<std::size_t>(local_index[d])];
+            break;
+          }
+          local_index[d] = 0;
+          index[d] = global_of[d][0];
         }
       }
       return result;
@@ -677,10 +726,18 @@ class DistributedArray {
   [[nodiscard]] global_type to_global() const {
     agree(face::to_global_op);
     global_type global = face::template make_global<global_type>(global_extents());
-    detail::execute<detail::reshard_program<M, Sh, replicated_sharding_t<rank>, storage,
-                                            face::template global_order<rank>>, Scalar>(
-        groups_.state("to_global"), {{{}, {}, global_extents()}},
-        {.c = data(), .out = global.data(), .strides = {nullptr, nullptr, view_strides()}});
+    constexpr detail::dim_order global_order = face::template global_order<rank>;
+    if constexpr (block_cyclic) {
+      // Every rank sends every other its blocks, which land where the index maps say.
+      std::vector<Scalar> send, receive;
+      detail::redistribute<Scalar>(groups_.state("to_global"), own_placement(), replicated_placement(),
+                                   global_extents(), data(), strides_, global.data(),
+                                   detail::strides_of(global_extents(), global_order), send, receive);
+    } else {
+      detail::execute<detail::reshard_program<M, Sh, replicated_sharding_t<rank>, storage, global_order>, Scalar>(
+          groups_.state("to_global"), {{{}, {}, global_extents()}},
+          {.c = data(), .out = global.data(), .strides = {nullptr, nullptr, view_strides()}});
+    }
     return global;
   }
 
@@ -834,7 +891,7 @@ class DistributedArray {
   /// `check`: the name to report a negative extent with (none: not checked here).
   void place(const char* check = nullptr) {
     static constexpr detail::dim_order order = storage;
-    detail::place_array(static_cast<int>(rank), extents_.data(), axes, groups_.geometry(), owning ? &order : nullptr,
+    detail::place_array(static_cast<int>(rank), extents_.data(), axes, cycles, groups_.geometry(), owning ? &order : nullptr,
                         local_.data(), offsets_.data(), strides_, check);
   }
   void resize_block() {
@@ -904,6 +961,14 @@ class DistributedArray {
       result.zero();
       return result;
     }
+    if constexpr (block_cyclic) {
+      // The global array is on every rank: this rank's blocks are copied out of it, nothing sent.
+      std::vector<Scalar> none;
+      detail::redistribute<Scalar>(groups.state(face::distribute_op), replicated_placement(), own_placement(),
+                                   result.global_extents(), global, global_strides, result.block_.data(),
+                                   result.strides_, none, none);
+      return result;
+    }
     detail::tensor_extents local{};
     std::int64_t first = 0;
     for (std::size_t d = 0; d < rank; ++d) {
@@ -914,6 +979,18 @@ class DistributedArray {
       detail::permute_copy_strided<Scalar>(global + first, global_strides, result.block_.data(), storage, local);
     return result;
   }
+
+ public:
+  /// Where this array type's elements are, as the redistribution kernel reads it.
+  static detail::placement own_placement() { return {axes, cycles}; }
+  /// The same array replicated on every rank.
+  static detail::placement replicated_placement() {
+    detail::placement p;
+    p.axes.rank = static_cast<int>(rank);
+    return p;
+  }
+
+ private:
 
   template <typename Self>
   static decltype(auto) local_of(Self& self) {
