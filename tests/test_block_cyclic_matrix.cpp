@@ -4,6 +4,12 @@
 // descriptor on one rank is refused on every rank with the same message, and gemm refuses
 // operands that do not multiply.
 //
+// The typed block-cyclic arrays (BlockCyclic<axis, NB> shardings) share memory with ScaLAPACK
+// the same way: PDGESV solves in a typed array's memory through sw::scalapack::descriptor,
+// sw::matmul of the typed arrays checks the residual, a typed view wraps a program's local
+// array and descriptor, and a descriptor that disagrees with the type on one rank is refused on
+// every rank with the same message.
+//
 //   mpiexec -n P test_block_cyclic_matrix        (P = 2, 3, 4: every grid shape of P)
 #include <mpi.h>
 
@@ -14,7 +20,9 @@
 #include <string>
 #include <vector>
 
+#include "shardwise/scalapack/array_descriptor.hpp"
 #include "shardwise/scalapack/block_cyclic_matrix.hpp"
+#include "shardwise/shardwise.hpp"
 
 extern "C" {
 void Cblacs_gridinit(int* context, const char* order, int nprow, int npcol);
@@ -118,6 +126,73 @@ void views(int context, const sc::Grid& g, const std::string& grid_text) {
          grid_text + ": gemm of shapes that do not multiply; got '" + message + "'");
 }
 
+/// The typed arrays on the grid of `context`: a mesh whose axis order is the grid order's (a
+/// row-major grid numbers process (r, c) as r * Q + c: the row axis first).
+template <typename Mesh2>
+void typed(int context, const Mesh2& mesh, const sc::Grid& g, const std::string& grid_text) {
+  namespace sw = shardwise;
+  sw::ProcessGroupMesh<Mesh2> groups(MPI_COMM_WORLD, mesh);
+  const std::int64_t n = 29, nrhs = 3;
+  using A_t = sw::ShardedMatrix<double, Mesh2, sw::TensorSharding<sw::BlockCyclic<"r", 4>, sw::BlockCyclic<"c", 4>>,
+                                Eigen::ColMajor>;
+  using X_t = sw::ShardedMatrix<double, Mesh2, sw::TensorSharding<sw::BlockCyclic<"r", 4>, sw::BlockCyclic<"c", 2>>,
+                                Eigen::ColMajor>;
+  auto a_of = [](std::int64_t i, std::int64_t j) {
+    const double v = static_cast<double>((i * 7 + j * 3) % 11) / 11.0;
+    return i == j ? v + 40.0 : v;
+  };
+  auto b_of = [](std::int64_t i, std::int64_t j) { return static_cast<double>((i * 5 + j) % 9) - 4.0; };
+  auto a = A_t::generate(groups, {n, n}, a_of);
+  const auto a0 = A_t::generate(groups, {n, n}, a_of);
+  auto x = X_t::generate(groups, {n, nrhs}, b_of);
+  const auto desc_a = sw::scalapack::descriptor(a, context), desc_x = sw::scalapack::descriptor(x, context);
+  const double* a_memory = a.data();
+  std::vector<int> pivots(static_cast<std::size_t>(a.local_rows() + 4));
+  const int order = static_cast<int>(n), columns = static_cast<int>(nrhs), one = 1;
+  int info = 0;
+  pdgesv_(&order, &columns, a.data(), &one, &one, desc_a.data(), pivots.data(), x.data(), &one, &one, desc_x.data(),
+          &info);
+  expect(info == 0 && a.data() == a_memory, grid_text + ": PDGESV in a typed block-cyclic array's memory");
+  Eigen::MatrixXd b(n, nrhs);
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t j = 0; j < nrhs; ++j) b(i, j) = b_of(i, j);
+  const double residual = (sw::matmul(a0, x).to_global() - b).cwiseAbs().maxCoeff();
+  expect(residual < 1e-12, grid_text + ": typed |A X - B| = " + std::to_string(residual));
+
+  // A program's own local array and descriptor (LLD larger than the local rows), typed.
+  using V_t = sw::ShardedMatrix<double, Mesh2, sw::TensorSharding<sw::BlockCyclic<"r", 3>, sw::BlockCyclic<"c", 2>>,
+                                Eigen::ColMajor>;
+  const int m = 23, cols_n = 17, mb = 3, nb = 2, zero = 0;
+  const int rows = numroc_(&m, &mb, &g.row, &zero, &g.rows), cols = numroc_(&cols_n, &nb, &g.col, &zero, &g.cols);
+  int lld = std::max(1, rows) + 2;
+  int desc[9];
+  descinit_(desc, &m, &cols_n, &mb, &nb, &zero, &zero, &context, &lld, &info);
+  std::vector<double> mine(static_cast<std::size_t>(lld) * static_cast<std::size_t>(std::max(1, cols)), 0.0);
+  auto bcm = sc::BlockCyclicMatrix<double>::view(mine.data(), desc);
+  bcm.fill([](std::int64_t i, std::int64_t j) { return static_cast<double>(i * 100 + j); });
+  const auto v = sw::scalapack::view<V_t>(groups, mine.data(), desc);
+  Eigen::MatrixXd want(m, cols_n);
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < cols_n; ++j) want(i, j) = i * 100 + j;
+  expect(v.data() == mine.data() && v.stride(1) == lld && v.to_global() == want,
+         grid_text + ": a typed view of a program's local array and descriptor");
+
+  // A descriptor whose MB is not the type's, on the last rank only: every rank throws the same.
+  int bad[9];
+  std::copy(desc, desc + 9, bad);
+  const int last = groups.mesh().size() - 1;
+  if (groups.rank() == last) bad[4] = 5;
+  std::string message;
+  try {
+    static_cast<void>(sw::scalapack::view<V_t>(groups, mine.data(), bad));
+  } catch (const std::invalid_argument& e) {
+    message = e.what();
+  }
+  const std::string expected = "shardwise::scalapack::view: the descriptor's blocks are 5 x 2 but the sharding's are "
+                               "3 x 2 (on rank " + std::to_string(last) + ")";
+  expect(message == expected, grid_text + ": a descriptor unlike the type on one rank; got '" + message + "'");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -136,6 +211,10 @@ int main(int argc, char** argv) {
       solve<double>(context, grid_text);
       solve<std::complex<double>>(context, grid_text);
       views(context, *sc::grid_of(context), grid_text);
+      using RowFirst = shardwise::Mesh<shardwise::Axis<"r", shardwise::dynamic_extent>, shardwise::Axis<"c", shardwise::dynamic_extent>>;
+      using ColFirst = shardwise::Mesh<shardwise::Axis<"c", shardwise::dynamic_extent>, shardwise::Axis<"r", shardwise::dynamic_extent>>;
+      if (order[0] == 'R') typed(context, RowFirst{p, size / p}, *sc::grid_of(context), grid_text);
+      else typed(context, ColFirst{size / p, p}, *sc::grid_of(context), grid_text);
       Cblacs_gridexit(context);
       ++grids;
     }
