@@ -64,6 +64,17 @@ constexpr OpCount CommCounters::* collective_kind(StepKind kind) {
   }
 }
 
+/// The elements a group of a collective along `dim` holds together: the members' blocks
+/// (member_block over g) tile this rank's block over `kept` (partition.hpp: the cut nests), so
+/// their sum is that block's extent times the other dimensions' (exactly; no loop over the group).
+constexpr std::int64_t group_total(const tensor_axes& t, const tensor_extents& global, const block_geometry& geo,
+                                   int dim, const axis_list& kept) {
+  std::int64_t elements = geo.extent(global[static_cast<std::size_t>(dim)], kept);
+  for (int d = 0; d < t.rank; ++d)
+    if (d != dim) elements *= geo.extent(global[static_cast<std::size_t>(d)], t.dim(d));
+  return elements;
+}
+
 /// Bytes and messages this rank sends in `step`, the shardings before it being `state`.
 constexpr Traffic step_traffic(const Step& step, const operand_axes& state, const operand_extents& global,
                                const block_geometry& geo, std::int64_t scalar_bytes, int panel_width) {
@@ -73,18 +84,17 @@ constexpr Traffic step_traffic(const Step& step, const operand_axes& state, cons
   switch (step.kind) {
     case StepKind::all_gather:
     case StepKind::ring_all_gather_gemm: {
+      if (group <= 1) return {};
       const axis_list kept = kept_after_gather(t, step.dim, step.axes.size());
-      std::int64_t total = 0;
-      for (int g = 0; g < group; ++g) total += member_block(t, extents, geo, step.dim, kept, step.axes, g);
       const std::int64_t next = member_block(t, extents, geo, step.dim, kept, step.axes, (rank + 1) % group);
-      return ring_all_gather_traffic(total, next, group, scalar_bytes);
+      return ring_all_gather_traffic(group_total(t, extents, geo, step.dim, kept), next, group, scalar_bytes);
     }
     case StepKind::reduce_scatter:
     case StepKind::ring_gemm_reduce_scatter: {
+      if (group <= 1) return {};
       const axis_list& kept = t.dim(step.dim);
-      std::int64_t total = 0;
-      for (int g = 0; g < group; ++g) total += member_block(t, extents, geo, step.dim, kept, step.axes, g);
-      return ring_reduce_scatter_traffic(total, member_block(t, extents, geo, step.dim, kept, step.axes, rank), group,
+      return ring_reduce_scatter_traffic(group_total(t, extents, geo, step.dim, kept),
+                                         member_block(t, extents, geo, step.dim, kept, step.axes, rank), group,
                                          scalar_bytes);
     }
     case StepKind::all_reduce:
