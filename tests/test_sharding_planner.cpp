@@ -7,6 +7,7 @@
 //  - both are usable in constant expressions.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -120,6 +121,140 @@ TEST(ShardingPlanner, CheapestOfAllPlansOnSmallMeshes) {
       const sw::MatmulChoice cheapest = sw::plan_matmul(mesh, {shape, 8, unlimited});
       expect_planner_is_cheapest(mesh, shape, cheapest.footprint_bytes - 1);
       expect_planner_is_cheapest(mesh, shape, 1);  // nothing fits
+    }
+  }
+}
+
+TEST(ShardingPlanner, OutputPlansAreTheContractionPlannersOwnWithTheirCosts) {
+  // The search evaluates the standard and ring plans of a kernel without writing their schedules
+  // (for_each_output, output_rank_costs): every C stored once that contraction.hpp's planner
+  // reaches from a kernel is one of them, with the same schedule (build_schedule), the same
+  // costs on every rank, and bounds that never exceed them (exact when blocks divide evenly).
+  using sw::detail::output_plan;
+  for (const auto& mesh : {mesh_of({2, 2}), mesh_of({3, 2}), mesh_of({2, 2, 2}), mesh_of({2, 1, 3})}) {
+    const int d = mesh.ndim;
+    const std::vector<tensor_axes> stored_once = placements(d, true);
+    int ranks = 1;
+    for (int a = 0; a < d; ++a) ranks *= mesh.extents[static_cast<std::size_t>(a)];
+    for (const sw::MatmulShape shape : {sw::MatmulShape{.m = 12 * ranks, .k = 6 * ranks, .n = 24 * ranks},
+                                        sw::MatmulShape{.m = 13, .k = 7, .n = 29}, sw::MatmulShape{.m = 2, .k = 9, .n = 1}}) {
+      const sw::MatmulProblem problem{shape, 8};
+      const bool even = sw::detail::divides_evenly(mesh, shape);
+      const sw::detail::kernel_context sizes(mesh, problem);
+      std::size_t plans = 0;
+      sw::detail::for_each_kernel(mesh, false, [&](sw::detail::matmul_kernel kn) {
+        if (kn.variant != VariantKind::standard && kn.variant != VariantKind::ring) return;
+        if (!sw::detail::bound_kernel(sizes, problem, kn)) return;
+        const tensor_axes ka = sw::detail::matrix_axes(sw::detail::list_of(kn.am), sw::detail::list_of(kn.ak));
+        const tensor_axes kb = sw::detail::matrix_axes(sw::detail::list_of(kn.bk), sw::detail::list_of(kn.bn));
+        const tensor_axes a = sw::detail::stored_once(ka, d), b = sw::detail::stored_once(kb, d);
+        std::vector<tensor_axes> outputs;
+        auto always = [](const sw::detail::plan_bound&) { return true; };
+        sw::detail::for_each_output(mesh, problem, kn, true, always, [&](const output_plan& p) {
+          ++plans;
+          outputs.push_back(p.c);
+          SCOPED_TRACE("kernel A" + text(ka) + " B" + text(kb) + " variant " + std::to_string(static_cast<int>(kn.variant)) +
+                       ", C" + text(p.c));
+          const auto planned = sw::detail::plan_contraction_via(sw::detail::matmul_indices, a, b, ka, kb, p.c, false,
+                                                                kn.variant, {});
+          ASSERT_TRUE(planned.error.ok());
+          const auto built = sw::detail::build_schedule(p, a, b);
+          ASSERT_TRUE(planned.steps == built.steps);
+          ASSERT_TRUE(planned.start[sw::Operand::C] == built.start[sw::Operand::C]);
+          sw::Traffic busiest;
+          std::int64_t most = 0;
+          for (int r = 0; r < ranks; ++r) {
+            block_geometry geo = mesh;
+            for (int axis = d, rest = r; axis-- > 0; rest /= mesh.extents[static_cast<std::size_t>(axis)])
+              geo.coordinate[static_cast<std::size_t>(axis)] = rest % mesh.extents[static_cast<std::size_t>(axis)];
+            const auto extents = sw::detail::matmul_extents(shape);
+            const sw::Traffic t = sw::detail::schedule_traffic(planned.steps, planned.start, extents, geo, 8, 0);
+            const std::int64_t held = 8 * sw::detail::schedule_footprint(planned.steps, planned.start, p.c, extents, geo, 0);
+            const auto fast = sw::detail::output_rank_costs(geo, problem, p);
+            ASSERT_EQ(fast.bytes, t.bytes) << "rank " << r;
+            ASSERT_EQ(fast.messages, t.messages) << "rank " << r;
+            ASSERT_EQ(fast.footprint, held) << "rank " << r;
+            if (sw::detail::busier(t, busiest)) busiest = t;
+            most = std::max(most, held);
+          }
+          for (const auto& bound : {kn.bound, p.bound}) {
+            EXPECT_LE(bound.bytes, busiest.bytes);
+            EXPECT_LE(bound.messages, busiest.messages);
+            EXPECT_LE(bound.footprint, most);
+          }
+          if (even) {
+            EXPECT_EQ(p.bound.bytes, busiest.bytes);
+            EXPECT_EQ(p.bound.messages, busiest.messages);
+          }
+        });
+        // Every C stored once that the planner reaches from this kernel is one of them.
+        for (const tensor_axes& c : stored_once) {
+          const auto planned =
+              sw::detail::plan_contraction_via(sw::detail::matmul_indices, a, b, ka, kb, c, false, kn.variant, {});
+          if (!planned.error.ok()) continue;
+          EXPECT_NE(std::find(outputs.begin(), outputs.end(), c), outputs.end())
+              << "kernel A" << text(ka) << " B" << text(kb) << " variant " << static_cast<int>(kn.variant) << ": C"
+              << text(c) << " is not enumerated";
+        }
+      });
+      EXPECT_GT(plans, 100u);
+    }
+  }
+}
+
+TEST(ShardingPlanner, SummaShortcutsAreTheModels) {
+  // summa_bytes_at is step_traffic's bytes of a SUMMA step on every rank; when blocks divide
+  // evenly, evaluate_matmul's costs from rank 0 (summa_busiest for the broadcasts) are those of
+  // the walk over every rank.
+  for (const auto& mesh : {mesh_of({2, 3}), mesh_of({2, 2, 2}), mesh_of({3, 2, 2}), mesh_of({4, 2, 3})}) {
+    const int d = mesh.ndim;
+    int ranks = 1;
+    for (int a = 0; a < d; ++a) ranks *= mesh.extents[static_cast<std::size_t>(a)];
+    for (const sw::MatmulShape shape : {sw::MatmulShape{.m = 2 * ranks, .k = 300 * ranks, .n = 3 * ranks},
+                                        sw::MatmulShape{.m = ranks, .k = ranks, .n = ranks},
+                                        sw::MatmulShape{.m = 13, .k = 700, .n = 29}, sw::MatmulShape{.m = 5, .k = 3, .n = 1}}) {
+      const sw::MatmulProblem problem{shape, 8};
+      std::size_t plans = 0;
+      sw::detail::for_each_kernel(mesh, false, [&](sw::detail::matmul_kernel kn) {
+        if (kn.variant != VariantKind::summa && kn.variant != VariantKind::summa_25d) return;
+        const tensor_axes ka = sw::detail::matrix_axes(sw::detail::list_of(kn.am), sw::detail::list_of(kn.ak));
+        const tensor_axes kb = sw::detail::matrix_axes(sw::detail::list_of(kn.bk), sw::detail::list_of(kn.bn));
+        const axis_list layers = sw::detail::list_of(kn.layers);
+        for (const tensor_axes& c : placements(d, true)) {
+          const auto every = sw::detail::evaluate_matmul(mesh, problem, sw::detail::stored_once(ka, d),
+                                                         sw::detail::stored_once(kb, d), ka, kb, c, kn.variant, layers,
+                                                         nullptr, true);
+          if (!every.plans) continue;
+          ++plans;
+          const auto& plan = every.choice.plan;
+          for (int r = 0; r < ranks; ++r) {
+            block_geometry geo = mesh;
+            for (int axis = d, rest = r; axis-- > 0; rest /= mesh.extents[static_cast<std::size_t>(axis)])
+              geo.coordinate[static_cast<std::size_t>(axis)] = rest % mesh.extents[static_cast<std::size_t>(axis)];
+            sw::detail::operand_axes state = plan.start;
+            for (const sw::Step& step : plan.steps) {
+              if (step.kind == sw::StepKind::summa_gemm) {
+                const sw::Traffic t = sw::detail::step_traffic(step, state, sw::detail::matmul_extents(shape), geo, 8,
+                                                               every.choice.panel_width);
+                ASSERT_EQ(sw::detail::summa_bytes_at(step, state, sw::detail::matmul_extents(shape), geo, 8), t.bytes)
+                    << text(every.choice) << ", rank " << r;
+                ASSERT_LE(sw::detail::summa_fewest_messages(shape.k, geo.group_size(step.axes), geo.group_size(step.b_axes),
+                                                            step.layers.empty() ? 1 : geo.group_size(step.layers)),
+                          t.messages)
+                    << text(every.choice) << ", rank " << r;
+              }
+              sw::detail::apply_step(step, state);
+            }
+          }
+          if (sw::detail::divides_evenly(mesh, shape)) {
+            const auto shortcut = sw::detail::evaluate_matmul(mesh, problem, sw::detail::stored_once(ka, d),
+                                                              sw::detail::stored_once(kb, d), ka, kb, c, kn.variant, layers);
+            EXPECT_EQ(shortcut.choice.traffic, every.choice.traffic) << text(every.choice);
+            EXPECT_EQ(shortcut.choice.footprint_bytes, every.choice.footprint_bytes) << text(every.choice);
+          }
+        }
+      });
+      EXPECT_GE(plans, 2u);
     }
   }
 }
