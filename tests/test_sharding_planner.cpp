@@ -1,5 +1,5 @@
 // The sharding planner (plan/sharding_planner.hpp), exhaustively on small meshes:
-//  - plan_matmul's answer is the cheapest of ALL valid plans on 2x2, 2x4 and 2x2x2 meshes
+//  - plan_matmul's answer is the cheapest of ALL valid plans on 2x2, 2x4, 3x2, 2x2x2 and 2x1x3 meshes
 //    (every kernel layout of A and B in any axis order, every variant, every C stored once),
 //    with and without a memory budget that rules the cheapest out, even and uneven shapes;
 //  - cheapest_reshard's costs satisfy the triangle inequality over every pair of placements
@@ -72,8 +72,16 @@ std::vector<tensor_axes> placements(int axes, bool all_used) {
   return result;
 }
 
-/// The cheapest of all valid plans, by brute force.
-sw::MatmulChoice brute_force(const block_geometry& mesh, const sw::MatmulProblem& problem) {
+/// A valid plan's costs, as the model gives them on every rank.
+struct costed_plan {
+  sw::Traffic traffic;
+  std::int64_t footprint = 0;
+  std::string text;
+};
+
+/// Every valid plan, by brute force: every kernel layout of A and B in any axis order, every
+/// variant, every C stored once, costed on every rank.
+std::vector<costed_plan> every_plan(const block_geometry& mesh, sw::MatmulShape shape) {
   const int d = mesh.ndim;
   const auto kernels = placements(d, false), outputs = placements(d, true);
   std::vector<std::pair<VariantKind, axis_list>> variants = {
@@ -84,43 +92,59 @@ sw::MatmulChoice brute_force(const block_geometry& mesh, const sw::MatmulProblem
       if ((subset >> a) & 1u) layers.push_back(a);
     variants.push_back({VariantKind::summa_25d, layers});
   }
-  sw::MatmulChoice best;
+  std::vector<costed_plan> all;
   for (const auto& ka : kernels)
     for (const auto& kb : kernels)
       for (const auto& [variant, layers] : variants)
         for (const auto& c : outputs) {
-          const auto e = sw::detail::evaluate_matmul(mesh, problem, sw::detail::stored_once(ka, d),
-                                                     sw::detail::stored_once(kb, d), ka, kb, c, variant, layers);
-          if (e.fits && (!best.found || sw::detail::cheaper(e.choice, best))) best = e.choice;
+          const auto e = sw::detail::evaluate_matmul(mesh, {shape, 8}, sw::detail::stored_once(ka, d),
+                                                     sw::detail::stored_once(kb, d), ka, kb, c, variant, layers, nullptr,
+                                                     true);
+          if (e.fits) all.push_back({e.choice.traffic, e.choice.footprint_bytes, text(e.choice)});
         }
+  return all;
+}
+
+/// The cheapest of `all` that fits `budget` (text empty: none fits).
+costed_plan cheapest_within(const std::vector<costed_plan>& all, std::int64_t budget) {
+  costed_plan best;
+  for (const costed_plan& p : all) {
+    if (p.footprint > budget) continue;
+    sw::MatmulChoice x, y;
+    x.traffic = p.traffic, x.footprint_bytes = p.footprint, y.traffic = best.traffic, y.footprint_bytes = best.footprint;
+    if (best.text.empty() || sw::detail::cheaper(x, y)) best = p;
+  }
   return best;
 }
 
-void expect_planner_is_cheapest(const block_geometry& mesh, sw::MatmulShape shape, std::int64_t budget) {
+void expect_planner_is_cheapest(const block_geometry& mesh, sw::MatmulShape shape, std::int64_t budget,
+                                const std::vector<costed_plan>& all) {
   const sw::MatmulProblem problem{shape, 8, budget};
   const sw::MatmulChoice planned = sw::plan_matmul(mesh, problem);
-  const sw::MatmulChoice best = brute_force(mesh, problem);
+  const costed_plan best = cheapest_within(all, budget);
   SCOPED_TRACE("mesh " + std::to_string(mesh.extents[0]) + "x" + std::to_string(mesh.extents[1]) +
                (mesh.ndim > 2 ? "x" + std::to_string(mesh.extents[2]) : "") + ", m n k " + std::to_string(shape.m) +
                " " + std::to_string(shape.n) + " " + std::to_string(shape.k) + ", budget " + std::to_string(budget));
-  ASSERT_EQ(planned.found, best.found);
-  if (!best.found) return;
-  EXPECT_EQ(planned.traffic, best.traffic) << "planner: " << text(planned) << "\nbest:    " << text(best);
-  EXPECT_EQ(planned.footprint_bytes, best.footprint_bytes) << "planner: " << text(planned) << "\nbest:    " << text(best);
+  ASSERT_EQ(planned.found, !best.text.empty());
+  if (!planned.found) return;
+  EXPECT_EQ(planned.traffic, best.traffic) << "planner: " << text(planned) << "\nbest:    " << best.text;
+  EXPECT_EQ(planned.footprint_bytes, best.footprint) << "planner: " << text(planned) << "\nbest:    " << best.text;
   EXPECT_LE(planned.footprint_bytes, budget);
 }
 
 }  // namespace
 
 TEST(ShardingPlanner, CheapestOfAllPlansOnSmallMeshes) {
-  for (const auto& mesh : {mesh_of({2, 2}), mesh_of({2, 4}), mesh_of({2, 2, 2})}) {
-    for (const sw::MatmulShape shape : {sw::MatmulShape{.m = 64, .k = 64, .n = 64}, sw::MatmulShape{.m = 96, .k = 40, .n = 512}, sw::MatmulShape{.m = 13, .k = 7, .n = 29}}) {
+  for (const auto& mesh : {mesh_of({2, 2}), mesh_of({2, 4}), mesh_of({3, 2}), mesh_of({2, 2, 2}), mesh_of({2, 1, 3})}) {
+    for (const sw::MatmulShape shape : {sw::MatmulShape{.m = 64, .k = 64, .n = 64}, sw::MatmulShape{.m = 96, .k = 40, .n = 512},
+                                        sw::MatmulShape{.m = 13, .k = 7, .n = 29}, sw::MatmulShape{.m = 6, .k = 300, .n = 5}}) {
       const std::int64_t unlimited = sw::MatmulProblem{}.budget_bytes;
-      expect_planner_is_cheapest(mesh, shape, unlimited);
-      // A budget that rules out the cheapest plan: a fifth more than the smallest footprint.
+      const std::vector<costed_plan> all = every_plan(mesh, shape);
+      expect_planner_is_cheapest(mesh, shape, unlimited, all);
+      // A budget that rules out the cheapest plan, and one that nothing fits.
       const sw::MatmulChoice cheapest = sw::plan_matmul(mesh, {shape, 8, unlimited});
-      expect_planner_is_cheapest(mesh, shape, cheapest.footprint_bytes - 1);
-      expect_planner_is_cheapest(mesh, shape, 1);  // nothing fits
+      expect_planner_is_cheapest(mesh, shape, cheapest.footprint_bytes - 1, all);
+      expect_planner_is_cheapest(mesh, shape, 1, all);
     }
   }
 }
@@ -255,6 +279,34 @@ TEST(ShardingPlanner, SummaShortcutsAreTheModels) {
         }
       });
       EXPECT_GE(plans, 2u);
+    }
+  }
+}
+
+TEST(ShardingPlanner, MeshesOfFourAxesAndMore) {
+  // docs/runtime.md's Hybrid mesh (dp x pp x tp x sp), and five and six axes: the planner's
+  // answer is a valid plan, its costs the model's on every rank, and never above the answer on
+  // a coarser mesh of as many ranks (two axes used as one are a plan of the finer mesh).
+  struct finer_coarser {
+    block_geometry fine, coarse;
+  };
+  for (const auto& [fine, coarse] : {finer_coarser{mesh_of({2, 2, 2, 2}), mesh_of({4, 2, 2})},
+                                     finer_coarser{mesh_of({2, 3, 1, 2}), mesh_of({2, 3, 2})},
+                                     finer_coarser{mesh_of({2, 2, 2, 2, 2}), mesh_of({4, 4, 2})},
+                                     finer_coarser{mesh_of({2, 2, 2, 2, 2, 2}), mesh_of({4, 4, 4})}}) {
+    for (const sw::MatmulShape shape : {sw::MatmulShape{.m = 128, .k = 128, .n = 128}, sw::MatmulShape{.m = 13, .k = 70, .n = 29}}) {
+      const sw::MatmulProblem problem{shape, 8};
+      const sw::MatmulChoice planned = sw::plan_matmul(fine, problem);
+      SCOPED_TRACE(std::to_string(fine.ndim) + " axes, m " + std::to_string(shape.m));
+      ASSERT_TRUE(planned.found);
+      const auto every = sw::detail::evaluate_matmul(fine, problem, planned.a, planned.b, planned.kernel_a,
+                                                     planned.kernel_b, planned.c, planned.variant, planned.layers,
+                                                     nullptr, true);
+      ASSERT_TRUE(every.fits);
+      EXPECT_TRUE(every.choice.plan.steps == planned.plan.steps);
+      EXPECT_EQ(every.choice.traffic, planned.traffic);
+      EXPECT_EQ(every.choice.footprint_bytes, planned.footprint_bytes);
+      EXPECT_LE(planned.traffic.bytes, sw::plan_matmul(coarse, problem).traffic.bytes);
     }
   }
 }
