@@ -22,9 +22,11 @@ namespace {
 
 constexpr std::int64_t unlimited = sw::MatmulProblem{}.budget_bytes;
 
-/// The memory-independent lower bound on q x q x q ranks for m = n = k: 3 (n^3/P)^(2/3) - 3 n^2/P
-/// words, which the 3-D algorithm meets.
-constexpr std::int64_t cube_bound_bytes(std::int64_t n, std::int64_t q) { return 8 * (3 * n * n / (q * q) - 3 * n * n / (q * q * q)); }
+/// The memory-independent lower bound on q x q x q ranks for m = n = k, in bytes of doubles
+/// (3 (n^3/P)^(2/3) - 3 n^2/P words), which the 3-D algorithm meets.
+constexpr std::int64_t cube_bound_bytes(std::int64_t n, std::int64_t q) {
+  return static_cast<std::int64_t>(8 * sw::matmul_lower_bound(n, n, n, q * q * q).words);
+}
 
 using Square = sw::Mesh<sw::Axis<"x", 2>, sw::Axis<"y", 2>>;
 constexpr sw::MatmulProblem square_problem{{.m = 12, .k = 14, .n = 10}, 8, 4096};

@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -321,6 +323,49 @@ TEST(ShardingPlanner, FindsTheThreeDimensionalAlgorithmAtTheLowerBound) {
   ASSERT_TRUE(c.found);
   const std::int64_t words = 3 * n * n / 16 - 3 * n * n / 64;
   EXPECT_EQ(c.traffic.bytes, 8 * words) << text(c);
+  EXPECT_EQ(sw::matmul_lower_bound(n, n, n, 64).words, static_cast<double>(words));
+}
+
+TEST(MatmulLowerBound, EachRegimeAtHandComputedValues) {
+  // Extents sorted d1 >= d2 >= d3, in any order as m, k, n.
+  // 1-D (P <= d1/d2): the smallest matrix, d2 d3 (1 - 1/P): 1000 x 10 x 2 on 4, 20 * 3/4.
+  for (const auto& [m, k, n] : {std::array<std::int64_t, 3>{1000, 2, 10}, {10, 1000, 2}, {2, 10, 1000}}) {
+    EXPECT_EQ(sw::matmul_lower_bound(m, k, n, 4).regime, 1);
+    EXPECT_DOUBLE_EQ(sw::matmul_lower_bound(m, k, n, 4).words, 15.0);
+  }
+  EXPECT_DOUBLE_EQ(sw::matmul_lower_bound(1000, 10, 100, 10).words, 900.0);  // at P = d1/d2: d2 d3 (1 - 1/P)
+  // 2-D (d1/d2 <= P <= d1 d2/d3^2): 1000 x 100 x 10 on 40: 2 sqrt(1e7/40) + 1e5/40 - 111000/40
+  // = 1000 + 2500 - 2775.
+  EXPECT_EQ(sw::matmul_lower_bound(1000, 10, 100, 40).regime, 2);
+  EXPECT_DOUBLE_EQ(sw::matmul_lower_bound(1000, 10, 100, 40).words, 725.0);
+  EXPECT_DOUBLE_EQ(sw::matmul_lower_bound(100, 10, 1000, 1000).words, 189.0);  // at P = d1 d2/d3^2: 3 d3^2 - 111
+  EXPECT_EQ(sw::matmul_lower_bound(100, 10, 1000, 1001).regime, 3);
+  // 3-D (P >= d1 d2/d3^2): 4000 x 2000 x 1000 on 1000: 3 (8e6)^(2/3) - 14000 = 120000 - 14000;
+  // a square product at any P: 1024^3 on 64 and on 2, 3 (2^30/P)^(2/3) - 3 * 2^20/P.
+  EXPECT_EQ(sw::matmul_lower_bound(4000, 1000, 2000, 1000).regime, 3);
+  EXPECT_DOUBLE_EQ(sw::matmul_lower_bound(4000, 1000, 2000, 1000).words, 106000.0);
+  EXPECT_DOUBLE_EQ(sw::matmul_lower_bound(1024, 1024, 1024, 64).words, 147456.0);
+  EXPECT_EQ(sw::matmul_lower_bound(1024, 1024, 1024, 2).regime, 3);
+  EXPECT_NEAR(sw::matmul_lower_bound(1024, 1024, 1024, 2).words, 3 * std::pow(std::pow(2.0, 29), 2.0 / 3) - 3 * std::pow(2.0, 19), 1e-6);
+  static_assert(sw::matmul_lower_bound(1024, 1024, 1024, 64).words == 147456.0);  // usable in constant expressions
+  // One processor communicates nothing.
+  EXPECT_DOUBLE_EQ(sw::matmul_lower_bound(300, 20, 7, 1).words, 0.0);
+}
+
+TEST(MatmulLowerBound, NoPlanSendsLess) {
+  // The bound holds for every plan: the planner's best, from one copy of the operands to one
+  // copy of C, never sends less from its busiest rank (blocks that divide evenly: balanced).
+  for (const auto& mesh : {mesh_of({8}), mesh_of({4, 2}), mesh_of({2, 2, 2}), mesh_of({4, 4, 4}), mesh_of({16, 4}), mesh_of({8, 4, 2})}) {
+    int ranks = 1;
+    for (int a = 0; a < mesh.ndim; ++a) ranks *= mesh.extents[static_cast<std::size_t>(a)];
+    for (const sw::MatmulShape shape : {sw::MatmulShape{.m = 64 * 64, .k = 64, .n = 64}, sw::MatmulShape{.m = 64, .k = 64 * 64, .n = 64},
+                                        sw::MatmulShape{.m = 64 * 64, .k = 64, .n = 64 * 64}, sw::MatmulShape{.m = 64 * 8, .k = 64 * 8, .n = 64 * 8}}) {
+      const sw::MatmulChoice c = sw::plan_matmul(mesh, {shape, 8});
+      ASSERT_TRUE(c.found);
+      EXPECT_GE(static_cast<double>(c.traffic.bytes) + 1e-6, 8 * sw::matmul_lower_bound(shape.m, shape.k, shape.n, ranks).words)
+          << text(c);
+    }
+  }
 }
 
 TEST(ShardingPlanner, UsableInConstantExpressions) {

@@ -246,3 +246,81 @@ constexpr bool prefer_other(const M& mesh, const schedule_choice& first, const s
 }
 
 }  // namespace shardwise::detail
+
+namespace shardwise {
+
+namespace detail {
+
+/// sqrt(x) for x >= 0 in a constant expression (Newton's iteration from above: exact to the
+/// last bit or one below).
+constexpr double constexpr_sqrt(double x) {
+  if (x <= 0) return 0;
+  double r = x > 1 ? x : 1;
+  for (;;) {
+    const double next = 0.5 * (r + x / r);
+    if (next >= r) return r;
+    r = next;
+  }
+}
+
+/// The cube root of x >= 0 in a constant expression (Newton's iteration from above).
+constexpr double constexpr_cbrt(double x) {
+  if (x <= 0) return 0;
+  double r = x > 1 ? x : 1;
+  for (;;) {
+    const double next = (2 * r + x / (r * r)) / 3;
+    if (next >= r) return r;
+    r = next;
+  }
+}
+
+}  // namespace detail
+
+/// The memory-independent communication lower bound of C[m, n] = A[m, k] B[k, n] on `ranks`
+/// processors, and which of its three regimes holds.
+struct MatmulLowerBound {
+  double words = 0;  ///< What some processor must receive (and what a balanced plan sends).
+  int regime = 0;    ///< 1: P <= d1/d2; 2: up to d1 d2 / d3^2; 3: beyond.
+};
+
+/// The tight memory-independent lower bound of Al Daas, Ballard, Grigori, Kumar and Rouse
+/// ("Tight memory-independent parallel matrix multiplication communication lower bounds",
+/// SPAA 2022, the main theorem), for any shape. With the extents sorted d1 >= d2 >= d3 and P
+/// processors, each of the P shares of the d1 d2 d3 products needs at least D words of the three
+/// matrices (Loomis-Whitney, and each element of a matrix takes part in as many products as the
+/// extent it lacks):
+///   P <= d1/d2                  D = d2 d3 + (d1 d2 + d1 d3) / P      (1-D: the smallest matrix whole)
+///   d1/d2 <= P <= d1 d2 / d3^2  D = 2 sqrt(d1 d2 d3^2 / P) + d1 d2 / P   (2-D)
+///   P >= d1 d2 / d3^2           D = 3 (d1 d2 d3 / P)^(2/3)             (3-D)
+/// and a processor that starts with its share of one copy of the inputs and ends with its share
+/// of one copy of C (the setting of the planner's plans) must receive at least
+/// D - (m k + k n + m n) / P of them. For m = n = k the 3-D case holds at every P.
+constexpr MatmulLowerBound matmul_lower_bound(std::int64_t m, std::int64_t k, std::int64_t n, std::int64_t ranks) {
+  double d[3] = {static_cast<double>(m), static_cast<double>(k), static_cast<double>(n)};
+  for (int i = 0; i < 2; ++i)  // sort decreasing
+    for (int j = 0; j < 2 - i; ++j)
+      if (d[j] < d[j + 1]) {
+        const double t = d[j];
+        d[j] = d[j + 1];
+        d[j + 1] = t;
+      }
+  const double d1 = d[0], d2 = d[1], d3 = d[2], p = static_cast<double>(ranks);
+  const double held = (d1 * d2 + d1 * d3 + d2 * d3) / p;
+  MatmulLowerBound bound;
+  double accessed = 0;
+  if (p * d2 <= d1) {
+    bound.regime = 1;
+    accessed = d2 * d3 + (d1 * d2 + d1 * d3) / p;
+  } else if (p * d3 * d3 <= d1 * d2) {
+    bound.regime = 2;
+    accessed = 2 * detail::constexpr_sqrt(d1 * d2 * d3 * d3 / p) + d1 * d2 / p;
+  } else {
+    bound.regime = 3;
+    const double root = detail::constexpr_cbrt(d1 * d2 * d3 / p);
+    accessed = 3 * root * root;
+  }
+  bound.words = accessed > held ? accessed - held : 0;
+  return bound;
+}
+
+}  // namespace shardwise
