@@ -313,6 +313,39 @@ TEST(ShardingPlanner, MeshesOfFourAxesAndMore) {
   }
 }
 
+TEST(ShardingPlanner, AnyMeshMayIdleRanksWhereThatIsCheaper) {
+  const sw::MatmulProblem square{{.m = 16384, .k = 16384, .n = 16384}, 8};
+  // 7 ranks (prime): every rank on a 1-D ring, or 6 of them on a 2-D grid (issue 25: 2.19 and
+  // 1.28 times the bound); the grid sends fewer bytes by a larger factor than 7/6.
+  const sw::MeshedMatmulChoice all = sw::plan_matmul_any_mesh(7, square);
+  const sw::MeshedMatmulChoice some = sw::plan_matmul_any_mesh(7, square, {.allow_idle = true});
+  ASSERT_TRUE(all.choice.found && some.choice.found);
+  EXPECT_EQ(all.ranks_used(), 7);
+  EXPECT_EQ(all.idle_ranks(), 0);
+  EXPECT_EQ(some.ranks_used(), 6);
+  EXPECT_EQ(some.idle_ranks(), 1);
+  EXPECT_EQ(some.mesh.ndim, 2);
+  EXPECT_LT(static_cast<double>(some.choice.traffic.bytes) * 7 / 6, static_cast<double>(all.choice.traffic.bytes));
+  const double bound = 8 * sw::matmul_lower_bound(16384, 16384, 16384, 7).words;
+  EXPECT_NEAR(static_cast<double>(all.choice.traffic.bytes) / bound, 2.19, 0.01);
+  EXPECT_NEAR(static_cast<double>(some.choice.traffic.bytes) / bound, 1.28, 0.01);
+  EXPECT_EQ(some.choice.traffic, sw::plan_matmul(some.mesh, square).traffic);  // the plan of its mesh
+  const std::string text = some.describe();
+  EXPECT_NE(text.find(" mesh on ranks 0-5 of 7 (rank 6 idle): A["), std::string::npos) << text;
+  EXPECT_EQ(all.describe().find("idle"), std::string::npos) << all.describe();
+  // 4099 ranks (prime) on 16 x 16 x 16, three idle; 13 on 12.
+  const sw::MeshedMatmulChoice cube = sw::plan_matmul_any_mesh(4099, square, {.allow_idle = true});
+  EXPECT_EQ(cube.ranks_used(), 4096);
+  EXPECT_NE(cube.describe().find("16 x 16 x 16 mesh on ranks 0-4095 of 4099 (ranks 4096-4098 idle)"), std::string::npos)
+      << cube.describe();
+  EXPECT_EQ(sw::plan_matmul_any_mesh(13, square, {.allow_idle = true}).ranks_used(), 12);
+  // A tall-skinny product on 7 ranks gathers the small operand on a ring at the bound: no rank idles.
+  const sw::MatmulProblem tall{{.m = 1 << 20, .k = 256, .n = 256}, 8};
+  EXPECT_EQ(sw::plan_matmul_any_mesh(7, tall, {.allow_idle = true}).ranks_used(), 7);
+  // At most max_idle_share of the ranks idle.
+  EXPECT_EQ(sw::plan_matmul_any_mesh(7, square, {.allow_idle = true, .max_idle_share = 0.1}).ranks_used(), 7);
+}
+
 TEST(ShardingPlanner, FindsTheThreeDimensionalAlgorithmAtTheLowerBound) {
   // On a 4 x 4 x 4 mesh with memory to spare: A[m over one axis, k over another] and B[k, n]
   // gathered from one copy, the partial C scattered over the third: 3 (q-1)/q n^2/q^2 words,
