@@ -4,7 +4,8 @@
 // 2 x 2, 4 x 3, 2 x 2 x 2, 16 x 16 x 16 (4096 ranks) and 64 x 64 meshes, even and uneven
 // shapes, with and without a memory budget. The small meshes' plans then run on the virtual
 // cluster: the product against serial Eigen, each rank's counted bytes against the plan's
-// model, and the busiest rank's against the planner's.
+// model, and the busiest rank's against the planner's; the footprint model against what the
+// kernels really allocate.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -105,7 +106,75 @@ void expect_runs(const sw::MatmulChoice& choice, sw::MatmulShape shape) {
   EXPECT_EQ(busiest, choice.traffic);
 }
 
+/// The footprint model against what a run really holds on each rank: the executor's scratch
+/// (its Workspace, which only grows: the high-water mark of one fresh call) plus this rank's
+/// blocks of A, B and C. The model must not be below it (but for the Workspace's rounding of
+/// each buffer to 64 bytes), nor far above.
+template <typename M, typename ShA, typename ShB, typename ShC, typename V>
+void expect_footprint_holds(const std::string& name, sw::MatmulShape shape) {
+  using Plan = sw::matmul_plan<M, ShA, ShB, ShC, V>;
+  SCOPED_TRACE(name + ": " + Plan::describe());
+  const Eigen::MatrixXd a_global = random_matrix<double>(shape.m, shape.k, 5), b_global = random_matrix<double>(shape.k, shape.n, 6);
+  const int ranks = M{}.size();
+  std::vector<std::int64_t> held(static_cast<std::size_t>(ranks)), asked(static_cast<std::size_t>(ranks)),
+      modeled(static_cast<std::size_t>(ranks));
+  LocalChecks quiet;
+  sw::run_virtual_cluster(ranks, [&](sw::VirtualCommunicator& comm) {
+    const auto r = static_cast<std::size_t>(comm.rank());
+    sw::ProcessGroupMesh<M> groups(std::move(comm));
+    const auto a = sw::ShardedMatrix<double, M, ShA>::distribute(groups, a_global);
+    const auto b = sw::ShardedMatrix<double, M, ShB>::distribute(groups, b_global);
+    sw::detail::Workspace::local().release();
+    const auto c = sw::matmul<ShC>(a, b, V{});
+    const std::int64_t blocks =
+        8 * (a.local_rows() * a.local_cols() + b.local_rows() * b.local_cols() + c.local_rows() * c.local_cols());
+    held[r] = static_cast<std::int64_t>(sw::detail::Workspace::local().bytes_held()) + blocks;
+    asked[r] = static_cast<std::int64_t>(sw::detail::Workspace::local().bytes_requested()) + blocks;
+    modeled[r] = Plan::footprint_bytes(groups.mesh(), groups.coordinate(), shape, 8);
+  });
+  for (std::size_t r = 0; r < held.size(); ++r) {
+    EXPECT_GE(modeled[r], asked[r]) << "rank " << r;
+    EXPECT_LE(static_cast<double>(modeled[r]), 1.25 * static_cast<double>(held[r])) << "rank " << r;
+  }
+}
+
+template <sw::fixed_string... N>
+using S = sw::Split<N...>;
+template <typename... D>
+using TS = sw::TensorSharding<D...>;
+using R = sw::Replicated;
+
 }  // namespace
+
+TEST(PlannedMatmul, FootprintModelHoldsWhatTheKernelsAllocate) {
+  using Line = sw::Mesh<sw::Axis<"x", 4>>;
+  constexpr sw::MatmulShape square{.m = 96, .k = 96, .n = 96}, uneven{.m = 50, .k = 37, .n = 20};
+  // The planner's answers.
+  expect_footprint_holds<Square, SquarePlan::a_sharding, SquarePlan::b_sharding, SquarePlan::c_sharding,
+                         SquarePlan::variant>("2 x 2 planned", square_problem.shape);
+  expect_footprint_holds<Oblong, OblongPlan::a_sharding, OblongPlan::b_sharding, OblongPlan::c_sharding,
+                         OblongPlan::variant>("4 x 3 planned", oblong_problem.shape);
+  expect_footprint_holds<Cube, CubePlan::a_sharding, CubePlan::b_sharding, CubePlan::c_sharding, CubePlan::variant>(
+      "2 x 2 x 2 planned", cube_problem.shape);
+  // 1-D: B gathered, on a ring, k split with C scattered (ring: three chunks).
+  expect_footprint_holds<Line, TS<S<"x">, R>, TS<S<"x">, R>, TS<S<"x">, R>, sw::variant::Standard>("1-D gather", square);
+  expect_footprint_holds<Line, TS<S<"x">, R>, TS<S<"x">, R>, TS<S<"x">, R>, sw::variant::Ring>("1-D ring", uneven);
+  expect_footprint_holds<Line, TS<R, S<"x">>, TS<S<"x">, R>, TS<S<"x">, R>, sw::variant::Ring>("1-D ring scatter", square);
+  // 2-D: both gathered (B, column-major, gathered along its rows: packed in place), SUMMA.
+  expect_footprint_holds<Square, TS<S<"x">, S<"y">>, TS<S<"x">, S<"y">>, TS<S<"x">, S<"y">>, sw::variant::Standard>(
+      "2-D gather both", uneven);
+  expect_footprint_holds<Square, TS<S<"x">, S<"y">>, TS<S<"x">, S<"y">>, TS<S<"x">, S<"y">>, sw::variant::Summa<>>(
+      "SUMMA", square);
+  // 3-D and 2.5D from operands stored once.
+  using A3 = TS<S<"x">, S<"z", "y">>;
+  using B3 = TS<S<"z", "x">, S<"y">>;
+  using C3 = TS<S<"x">, S<"y", "z">>;
+  expect_footprint_holds<Cube, A3, B3, C3, sw::variant::Via<TS<S<"x">, S<"z">>, TS<S<"z">, S<"y">>>>("3-D", uneven);
+  using AL = TS<S<"x">, S<"y", "z">>;
+  using BL = TS<S<"x", "z">, S<"y">>;
+  using G = TS<S<"x">, S<"y">>;
+  expect_footprint_holds<Cube, AL, BL, AL, sw::variant::Via<G, G, sw::variant::Summa25D<"z">>>("2.5D", square);
+}
 
 TEST(PlannedMatmul, RunsOnTheVirtualCluster) {
   expect_runs<Square, SquarePlan>(square_choice, square_problem.shape);

@@ -195,7 +195,7 @@ TEST(ShardingPlanner, OutputPlansAreTheContractionPlannersOwnWithTheirCosts) {
               geo.coordinate[static_cast<std::size_t>(axis)] = rest % mesh.extents[static_cast<std::size_t>(axis)];
             const auto extents = sw::detail::matmul_extents(shape);
             const sw::Traffic t = sw::detail::schedule_traffic(planned.steps, planned.start, extents, geo, 8, 0);
-            const std::int64_t held = 8 * sw::detail::schedule_footprint(planned.steps, planned.start, p.c, extents, geo, 0);
+            const std::int64_t held = 8 * sw::detail::matmul_footprint(planned.steps, planned.start, p.c, extents, geo, 0);
             const auto fast = sw::detail::output_rank_costs(geo, problem, p);
             ASSERT_EQ(fast.bytes, t.bytes) << "rank " << r;
             ASSERT_EQ(fast.messages, t.messages) << "rank " << r;

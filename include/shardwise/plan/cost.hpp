@@ -186,11 +186,20 @@ constexpr std::int64_t schedule_footprint(const Schedule& steps, operand_axes st
         if (step.operand != Operand::C) total += elements(step.operand, state[step.operand]);
         else if (!writes_output) hold_c(elements(Operand::C, c));
         break;
-      case StepKind::ring_all_gather_gemm:
-        // Two blocks in flight; sizes differ by at most one slice of the gathered dimension.
-        ring = std::max(ring, 2 * (elements(step.operand, before[step.operand]) + 1));
+      case StepKind::ring_all_gather_gemm: {
+        // Two buffers of the group's widest block in flight: at most the ceiling of the
+        // gathered dimension's share times this rank's other dimensions.
+        const tensor_axes& t = before[step.operand];
+        const tensor_extents& extents = global[index_of(step.operand)];
+        const axis_list kept = kept_after_gather(t, step.dim, step.axes.size());
+        const std::int64_t parts = std::int64_t{geo.group_size(kept)} * geo.group_size(step.axes);
+        std::int64_t widest = (extents[static_cast<std::size_t>(step.dim)] + parts - 1) / parts;
+        for (int d = 0; d < t.rank; ++d)
+          if (d != step.dim) widest *= geo.extent(extents[static_cast<std::size_t>(d)], t.dim(d));
+        ring = std::max(ring, 2 * widest);
         if (!writes_output) hold_c(elements(Operand::C, c));
         break;
+      }
       case StepKind::ring_gemm_reduce_scatter: {
         const std::int64_t whole = elements(Operand::C, before[Operand::C]);
         ring = std::max(ring, 3 * (whole / geo.group_size(step.axes) + global[2][0] + global[2][1]));
@@ -211,6 +220,25 @@ constexpr std::int64_t schedule_footprint(const Schedule& steps, operand_axes st
     }
   }
   return total + c_buffers[0] + c_buffers[1] + ring;
+}
+
+/// The dimension of a matrix block stored outermost, as ShardedMatrix stores it: the rows when
+/// only they are split (row-major), else the columns (column-major).
+constexpr int matrix_outermost(const tensor_axes& t) { return !t.dim(0).empty() && t.dim(1).empty() ? 0 : 1; }
+
+/// schedule_footprint of a matmul whose result is stored as ShardedMatrix stores it: when the
+/// last step is a collective on C along the dimension that is not the result's outermost, its
+/// block lands in a buffer of its own first (the executor then puts it in the result's order).
+constexpr std::int64_t matmul_footprint(const Schedule& steps, const operand_axes& state, const tensor_axes& output,
+                                        const operand_extents& global, const block_geometry& geo, int panel_width) {
+  std::int64_t total = schedule_footprint(steps, state, output, global, geo, panel_width);
+  if (steps.empty()) return total;
+  const Step& last = steps[steps.size() - 1];
+  const bool collective = last.kind == StepKind::reduce_scatter || last.kind == StepKind::ring_gemm_reduce_scatter ||
+                          last.kind == StepKind::all_gather;
+  if (collective && last.operand == Operand::C && last.dim != matrix_outermost(output))
+    total += element_count(local_extents(output, global[index_of(Operand::C)], geo), output.rank);
+  return total;
 }
 
 /// The largest value of `traffic_of(coordinate)` over all ranks of `mesh` (the busiest rank).

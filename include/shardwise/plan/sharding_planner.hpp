@@ -314,7 +314,7 @@ constexpr evaluated_choice evaluate_matmul(const block_geometry& mesh, const Mat
       apply_step(step, state);
     }
     if (against_rival && m.traffic.bytes > rival->traffic.bytes) return e;
-    m.footprint_bytes = problem.scalar_bytes * schedule_footprint(m.plan.steps, m.plan.start, c, extents, origin,
+    m.footprint_bytes = problem.scalar_bytes * matmul_footprint(m.plan.steps, m.plan.start, c, extents, origin,
                                                                   m.panel_width);
     e.fits = m.footprint_bytes <= problem.budget_bytes;
     m.found = e.fits;
@@ -328,7 +328,7 @@ constexpr evaluated_choice evaluate_matmul(const block_geometry& mesh, const Mat
       outdone = true;
       return false;
     }
-    const std::int64_t held = problem.scalar_bytes * schedule_footprint(m.plan.steps, m.plan.start, c, extents, geo,
+    const std::int64_t held = problem.scalar_bytes * matmul_footprint(m.plan.steps, m.plan.start, c, extents, geo,
                                                                         m.panel_width);
     if (held > m.footprint_bytes) m.footprint_bytes = held;
     if (held > problem.budget_bytes) {
@@ -530,11 +530,11 @@ constexpr bool bound_kernel(const kernel_context& size, const MatmulProblem& pro
     kn.match = match::gather;
     if (kn.ak != 0) {
       ++gathers, words += mean_sent(ak, size.mk, am), messages += scatter_messages(ak);
-      held += ring ? 2 * (size.mk / (am * ak) + 1) : size.mk / am;  // a ring: two chunks in flight
+      held += ring ? 2 * (size.mk / (am * ak)) : size.mk / am;  // a ring: two chunks in flight
     }
     if (kn.bk != 0) {
       ++gathers, words += mean_sent(bk, size.kn, bn), messages += scatter_messages(bk);
-      held += ring ? 2 * (size.kn / (bk * bn) + 1) : size.kn / bn;
+      held += ring ? 2 * (size.kn / (bk * bn)) : size.kn / bn;
     }
   }
   if (ring && !(gathers == 1 || (gathers == 0 && kn.pending != 0))) return false;
@@ -778,7 +778,7 @@ constexpr std::int64_t member_of(std::int64_t n, const group_place& kept, const 
 }
 
 /// What the rank at `geo` sends and holds (in bytes) running `p`: cost.hpp's step_traffic and
-/// schedule_footprint on its schedule (build_schedule), step by step, without writing it.
+/// matmul_footprint on its schedule (build_schedule), step by step, without writing it.
 constexpr plan_bound output_rank_costs(const block_geometry& geo, const MatmulProblem& problem, const output_plan& p) {
   const std::int64_t m = problem.shape.m, k = problem.shape.k, n = problem.shape.n, bytes = problem.scalar_bytes;
   Traffic sent;
@@ -808,12 +808,12 @@ constexpr plan_bound output_rank_costs(const block_geometry& geo, const MatmulPr
   if (p.slice_b) held += ak_k * bn_n;
   if (p.gather_a) {
     gather(am_m * k, block_size(k, ak.size, next(ak)) * am_m, ak.size);
-    if (p.ring) ring = 2 * (am_m * ak_k + 1);
+    if (p.ring) ring = 2 * ((k + ak.size - 1) / ak.size) * am_m;
     else held += am_m * k;
   }
   if (p.gather_b) {
     gather(k * bn_n, block_size(k, bk.size, next(bk)) * bn_n, bk.size);
-    if (p.ring) ring = 2 * (bk_k * bn_n + 1);
+    if (p.ring) ring = 2 * ((k + bk.size - 1) / bk.size) * bn_n;
     else held += k * bn_n;
   }
   // A along m down to m_kept, B along n down to n_kept.
@@ -872,6 +872,8 @@ constexpr plan_bound output_rank_costs(const block_geometry& geo, const MatmulPr
     c_n = final_n;
   }
   held += c_m * c_n + buffers[0] + buffers[1] + ring;
+  // A last ReduceScatter into m lands apart when C is stored column-major (its columns split).
+  if (!p.m_scatters.empty() && p.n_scatters.empty() && !p.c.dim(1).empty()) held += c_m * c_n;
   return {sent.bytes, sent.messages, bytes * held};
 }
 
@@ -1085,7 +1087,7 @@ struct matmul_search {
         apply_step(step, state);
       }
       at_last.messages += panel_messages;
-      at_last.footprint = problem.scalar_bytes * schedule_footprint(plan.steps, plan.start, c, extents, last, planner_panel_width);
+      at_last.footprint = problem.scalar_bytes * matmul_footprint(plan.steps, plan.start, c, extents, last, planner_panel_width);
       p.c = c;
       found(kn, p, at_last);
     };
