@@ -448,10 +448,6 @@ struct plan_bound {
   std::int64_t bytes = 0, messages = 0, footprint = 0;
 };
 
-constexpr plan_bound operator+(const plan_bound& x, const plan_bound& y) {
-  return {x.bytes + y.bytes, x.messages + y.messages, x.footprint + y.footprint};
-}
-
 /// Whether a plan bounded by `bound` could fit `budget` and be cheaper than `best`.
 constexpr bool could_beat(const plan_bound& bound, const MatmulChoice& best, std::int64_t budget) {
   if (bound.footprint > budget) return false;
@@ -461,6 +457,7 @@ constexpr bool could_beat(const plan_bound& bound, const MatmulChoice& best, std
   return bound.footprint < best.footprint_bytes;
 }
 
+/// The order of the search: the smaller bound first (bytes, then messages, then footprint).
 constexpr bool bound_before(const plan_bound& x, const plan_bound& y) {
   if (x.bytes != y.bytes) return x.bytes < y.bytes;
   if (x.messages != y.messages) return x.messages < y.messages;
@@ -469,9 +466,10 @@ constexpr bool bound_before(const plan_bound& x, const plan_bound& y) {
 
 /// One kernel of the search: the axes of A's kernel layout [am, ak] and B's [bk, bn] (each list
 /// in mesh order), the variant and 2.5D's layer axes; then what bound_kernel derives: the axes
-/// the product leaves C pending over, and bounds of every plan on the kernel whose C keeps the
-/// product's natural split [am, bn] as its first axes ("direct": no input gathered along m or
-/// n), `bound.messages` with the fewest messages C's ReduceScatters can take.
+/// the product leaves C pending over, how it matches the splits of k, and bounds of every plan
+/// on the kernel (`base`: of those that gather no input along m or n; `bound`: of all, with the
+/// gathers an axis on both m and n needs), their messages with the fewest C's ReduceScatters
+/// can take.
 struct matmul_kernel {
   axis_mask am = 0, ak = 0, bk = 0, bn = 0, layers = 0;
   VariantKind variant = VariantKind::standard;
