@@ -1,6 +1,7 @@
 // The plans the scaling programs compare for C = A B on P ranks (see scaling_model.cpp, which
 // has its own copy of the same choices, and simulate_matmul.cpp):
-//   - best: the planner's cheapest plan over every mesh of P ranks with one to three axes,
+//   - best: the planner's cheapest plan over every mesh of P ranks with one to three axes (all
+//     of them busy: the simulated programs run on every rank),
 //   - 2-D SUMMA on the squarest q1 x q2 grid (A, B and C blocked [x, y]),
 //   - 2.5D on q x q x c with the best c that fits (A stored [x, (y, z)], B [(x, z), y], gathered
 //     over the layers z first, C scattered over them: [x, (y, z)]).

@@ -5,6 +5,7 @@
 // never again. Per thread, because a virtual cluster runs each rank on a thread.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -43,6 +44,7 @@ class Workspace {
   /// A buffer of at least `bytes`, 64-byte aligned (a cache line, an AVX-512 vector).
   [[gnu::noinline]] void* get(Slot slot, std::size_t bytes) {
     Buffer& b = buffers_[static_cast<std::size_t>(slot)];
+    b.requested = std::max(b.requested, bytes);
     if (b.capacity < bytes) {
       const std::size_t rounded = (bytes + 63) / 64 * 64;
 #if defined(SHARDWISE_SIMULATE) && SHARDWISE_SIMULATE
@@ -61,6 +63,14 @@ class Workspace {
   [[nodiscard]] std::size_t bytes_held() const {
     std::size_t total = 0;
     for (const Buffer& b : buffers_) total += b.capacity;
+    return total;
+  }
+
+  /// The most bytes asked of each slot, summed: bytes_held() but for the rounding to 64 bytes
+  /// (what the footprint model counts).
+  [[nodiscard]] std::size_t bytes_requested() const {
+    std::size_t total = 0;
+    for (const Buffer& b : buffers_) total += b.requested;
     return total;
   }
 
@@ -89,6 +99,7 @@ class Workspace {
   struct Buffer {
     std::unique_ptr<void, Free> data;
     std::size_t capacity = 0;
+    std::size_t requested = 0;  ///< the most asked of it
   };
   std::array<Buffer, static_cast<std::size_t>(Slot::count_)> buffers_{};
   std::vector<std::int64_t> counts_;

@@ -64,6 +64,17 @@ constexpr OpCount CommCounters::* collective_kind(StepKind kind) {
   }
 }
 
+/// The elements a group of a collective along `dim` holds together: the members' blocks
+/// (member_block over g) tile this rank's block over `kept` (partition.hpp: the cut nests), so
+/// their sum is that block's extent times the other dimensions' (exactly; no loop over the group).
+constexpr std::int64_t group_total(const tensor_axes& t, const tensor_extents& global, const block_geometry& geo,
+                                   int dim, const axis_list& kept) {
+  std::int64_t elements = geo.extent(global[static_cast<std::size_t>(dim)], kept);
+  for (int d = 0; d < t.rank; ++d)
+    if (d != dim) elements *= geo.extent(global[static_cast<std::size_t>(d)], t.dim(d));
+  return elements;
+}
+
 /// Bytes and messages this rank sends in `step`, the shardings before it being `state`.
 constexpr Traffic step_traffic(const Step& step, const operand_axes& state, const operand_extents& global,
                                const block_geometry& geo, std::int64_t scalar_bytes, int panel_width) {
@@ -73,18 +84,17 @@ constexpr Traffic step_traffic(const Step& step, const operand_axes& state, cons
   switch (step.kind) {
     case StepKind::all_gather:
     case StepKind::ring_all_gather_gemm: {
+      if (group <= 1) return {};
       const axis_list kept = kept_after_gather(t, step.dim, step.axes.size());
-      std::int64_t total = 0;
-      for (int g = 0; g < group; ++g) total += member_block(t, extents, geo, step.dim, kept, step.axes, g);
       const std::int64_t next = member_block(t, extents, geo, step.dim, kept, step.axes, (rank + 1) % group);
-      return ring_all_gather_traffic(total, next, group, scalar_bytes);
+      return ring_all_gather_traffic(group_total(t, extents, geo, step.dim, kept), next, group, scalar_bytes);
     }
     case StepKind::reduce_scatter:
     case StepKind::ring_gemm_reduce_scatter: {
+      if (group <= 1) return {};
       const axis_list& kept = t.dim(step.dim);
-      std::int64_t total = 0;
-      for (int g = 0; g < group; ++g) total += member_block(t, extents, geo, step.dim, kept, step.axes, g);
-      return ring_reduce_scatter_traffic(total, member_block(t, extents, geo, step.dim, kept, step.axes, rank), group,
+      return ring_reduce_scatter_traffic(group_total(t, extents, geo, step.dim, kept),
+                                         member_block(t, extents, geo, step.dim, kept, step.axes, rank), group,
                                          scalar_bytes);
     }
     case StepKind::all_reduce:
@@ -176,11 +186,20 @@ constexpr std::int64_t schedule_footprint(const Schedule& steps, operand_axes st
         if (step.operand != Operand::C) total += elements(step.operand, state[step.operand]);
         else if (!writes_output) hold_c(elements(Operand::C, c));
         break;
-      case StepKind::ring_all_gather_gemm:
-        // Two blocks in flight; sizes differ by at most one slice of the gathered dimension.
-        ring = std::max(ring, 2 * (elements(step.operand, before[step.operand]) + 1));
+      case StepKind::ring_all_gather_gemm: {
+        // Two buffers of the group's widest block in flight: at most the ceiling of the
+        // gathered dimension's share times this rank's other dimensions.
+        const tensor_axes& t = before[step.operand];
+        const tensor_extents& extents = global[index_of(step.operand)];
+        const axis_list kept = kept_after_gather(t, step.dim, step.axes.size());
+        const std::int64_t parts = std::int64_t{geo.group_size(kept)} * geo.group_size(step.axes);
+        std::int64_t widest = (extents[static_cast<std::size_t>(step.dim)] + parts - 1) / parts;
+        for (int d = 0; d < t.rank; ++d)
+          if (d != step.dim) widest *= geo.extent(extents[static_cast<std::size_t>(d)], t.dim(d));
+        ring = std::max(ring, 2 * widest);
         if (!writes_output) hold_c(elements(Operand::C, c));
         break;
+      }
       case StepKind::ring_gemm_reduce_scatter: {
         const std::int64_t whole = elements(Operand::C, before[Operand::C]);
         ring = std::max(ring, 3 * (whole / geo.group_size(step.axes) + global[2][0] + global[2][1]));
@@ -201,6 +220,25 @@ constexpr std::int64_t schedule_footprint(const Schedule& steps, operand_axes st
     }
   }
   return total + c_buffers[0] + c_buffers[1] + ring;
+}
+
+/// The dimension of a matrix block stored outermost, as ShardedMatrix stores it: the rows when
+/// only they are split (row-major), else the columns (column-major).
+constexpr int matrix_outermost(const tensor_axes& t) { return !t.dim(0).empty() && t.dim(1).empty() ? 0 : 1; }
+
+/// schedule_footprint of a matmul whose result is stored as ShardedMatrix stores it: when the
+/// last step is a collective on C along the dimension that is not the result's outermost, its
+/// block lands in a buffer of its own first (the executor then puts it in the result's order).
+constexpr std::int64_t matmul_footprint(const Schedule& steps, const operand_axes& state, const tensor_axes& output,
+                                        const operand_extents& global, const block_geometry& geo, int panel_width) {
+  std::int64_t total = schedule_footprint(steps, state, output, global, geo, panel_width);
+  if (steps.empty()) return total;
+  const Step& last = steps[steps.size() - 1];
+  const bool collective = last.kind == StepKind::reduce_scatter || last.kind == StepKind::ring_gemm_reduce_scatter ||
+                          last.kind == StepKind::all_gather;
+  if (collective && last.operand == Operand::C && last.dim != matrix_outermost(output))
+    total += element_count(local_extents(output, global[index_of(Operand::C)], geo), output.rank);
+  return total;
 }
 
 /// The largest value of `traffic_of(coordinate)` over all ranks of `mesh` (the busiest rank).
@@ -236,3 +274,81 @@ constexpr bool prefer_other(const M& mesh, const schedule_choice& first, const s
 }
 
 }  // namespace shardwise::detail
+
+namespace shardwise {
+
+namespace detail {
+
+/// sqrt(x) for x >= 0 in a constant expression (Newton's iteration from above: exact to the
+/// last bit or one below).
+constexpr double constexpr_sqrt(double x) {
+  if (x <= 0) return 0;
+  double r = x > 1 ? x : 1;
+  for (;;) {
+    const double next = 0.5 * (r + x / r);
+    if (next >= r) return r;
+    r = next;
+  }
+}
+
+/// The cube root of x >= 0 in a constant expression (Newton's iteration from above).
+constexpr double constexpr_cbrt(double x) {
+  if (x <= 0) return 0;
+  double r = x > 1 ? x : 1;
+  for (;;) {
+    const double next = (2 * r + x / (r * r)) / 3;
+    if (next >= r) return r;
+    r = next;
+  }
+}
+
+}  // namespace detail
+
+/// The memory-independent communication lower bound of C[m, n] = A[m, k] B[k, n] on `ranks`
+/// processors, and which of its three regimes holds.
+struct MatmulLowerBound {
+  double words = 0;  ///< What some processor must receive (and what a balanced plan sends).
+  int regime = 0;    ///< 1: P <= d1/d2; 2: up to d1 d2 / d3^2; 3: beyond.
+};
+
+/// The tight memory-independent lower bound of Al Daas, Ballard, Grigori, Kumar and Rouse
+/// ("Tight memory-independent parallel matrix multiplication communication lower bounds",
+/// SPAA 2022, the main theorem), for any shape. With the extents sorted d1 >= d2 >= d3 and P
+/// processors, each of the P shares of the d1 d2 d3 products needs at least D words of the three
+/// matrices (Loomis-Whitney, and each element of a matrix takes part in as many products as the
+/// extent it lacks):
+///   P <= d1/d2                  D = d2 d3 + (d1 d2 + d1 d3) / P      (1-D: the smallest matrix whole)
+///   d1/d2 <= P <= d1 d2 / d3^2  D = 2 sqrt(d1 d2 d3^2 / P) + d1 d2 / P   (2-D)
+///   P >= d1 d2 / d3^2           D = 3 (d1 d2 d3 / P)^(2/3)             (3-D)
+/// and a processor that starts with its share of one copy of the inputs and ends with its share
+/// of one copy of C (the setting of the planner's plans) must receive at least
+/// D - (m k + k n + m n) / P of them. For m = n = k the 3-D case holds at every P.
+constexpr MatmulLowerBound matmul_lower_bound(std::int64_t m, std::int64_t k, std::int64_t n, std::int64_t ranks) {
+  double d[3] = {static_cast<double>(m), static_cast<double>(k), static_cast<double>(n)};
+  for (int i = 0; i < 2; ++i)  // sort decreasing
+    for (int j = 0; j < 2 - i; ++j)
+      if (d[j] < d[j + 1]) {
+        const double t = d[j];
+        d[j] = d[j + 1];
+        d[j + 1] = t;
+      }
+  const double d1 = d[0], d2 = d[1], d3 = d[2], p = static_cast<double>(ranks);
+  const double held = (d1 * d2 + d1 * d3 + d2 * d3) / p;
+  MatmulLowerBound bound;
+  double accessed = 0;
+  if (p * d2 <= d1) {
+    bound.regime = 1;
+    accessed = d2 * d3 + (d1 * d2 + d1 * d3) / p;
+  } else if (p * d3 * d3 <= d1 * d2) {
+    bound.regime = 2;
+    accessed = 2 * detail::constexpr_sqrt(d1 * d2 * d3 * d3 / p) + d1 * d2 / p;
+  } else {
+    bound.regime = 3;
+    const double root = detail::constexpr_cbrt(d1 * d2 * d3 / p);
+    accessed = 3 * root * root;
+  }
+  bound.words = accessed > held ? accessed - held : 0;
+  return bound;
+}
+
+}  // namespace shardwise

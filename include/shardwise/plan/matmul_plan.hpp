@@ -250,11 +250,11 @@ struct matmul_plan {
   }
 
   /// Bytes this rank holds during the matmul: its blocks of A, B and C plus the buffers the
-  /// schedule names (see detail::schedule_footprint).
+  /// schedule names (see detail::matmul_footprint).
   static constexpr std::int64_t footprint_bytes(const M& mesh, const typename M::coordinate_type& coordinate,
                                                 MatmulShape shape, std::int64_t scalar_bytes) {
     const bool alt = uses_alternative(mesh, shape, scalar_bytes);
-    return scalar_bytes * detail::schedule_footprint(alt ? alternative_schedule : schedule,
+    return scalar_bytes * detail::matmul_footprint(alt ? alternative_schedule : schedule,
                                                      alt ? alternative_state() : initial_state(), analysis::c,
                                                      detail::matmul_extents(shape), detail::block_geometry(mesh, coordinate),
                                                      summa_panel_width);

@@ -9,7 +9,8 @@
 //
 // How: the operands' blocks are redistributed from their block-cyclic layout into the layout
 // where the planner's cheapest plan over every mesh of the grid's P ranks starts
-// (plan_matmul_any_mesh: 1-D, 2-D SUMMA, 3-D, 2.5D, ...; op() and the submatrix offsets are
+// (plan_matmul_any_mesh with every rank busy: a plan that idles ranks would need its own
+// sub-communicator here; 1-D, 2-D SUMMA, 3-D, 2.5D, ...; op() and the submatrix offsets are
 // applied while packing, so a transpose costs no extra pass), the plan runs through the one
 // executor, and C's blocks go back to their block-cyclic owners, where alpha and beta are
 // applied (beta = 0 never reads C, as in the BLAS). One all-to-all per operand, then the plan.
