@@ -1,7 +1,7 @@
 // The plans the scaling programs compare for C = A B on P ranks (see scaling_model.cpp, which
 // has its own copy of the same choices, and simulate_matmul.cpp):
-//   - best: the planner's cheapest plan over every mesh of P ranks with one to three axes (all
-//     of them busy: the simulated programs run on every rank),
+//   - best: the planner's cheapest plan over every mesh of P ranks with one to three axes (the
+//     simulated programs also allow meshes of fewer ranks, leaving the others idle),
 //   - 2-D SUMMA on the squarest q1 x q2 grid (A, B and C blocked [x, y]),
 //   - 2.5D on q x q x c with the best c that fits (A stored [x, (y, z)], B [(x, z), y], gathered
 //     over the layers z first, C scattered over them: [x, (y, z)]).
@@ -59,9 +59,11 @@ inline detail::tensor_axes matrix(detail::axis_list rows, detail::axis_list cols
   return t;
 }
 
-/// The planner's cheapest plan over every mesh of P ranks; `mesh` receives its mesh.
-inline MatmulChoice best_plan(int p, const MatmulProblem& problem, detail::block_geometry& mesh) {
-  const MeshedMatmulChoice best = plan_matmul_any_mesh(p, problem);
+/// The planner's cheapest plan over every mesh of P ranks (with `options.allow_idle`, also of
+/// fewer: the mesh's size says how many it uses); `mesh` receives its mesh.
+inline MatmulChoice best_plan(int p, const MatmulProblem& problem, detail::block_geometry& mesh,
+                              const AnyMeshOptions& options = {}) {
+  const MeshedMatmulChoice best = plan_matmul_any_mesh(p, problem, options);
   if (best.choice.found) mesh = best.mesh;
   return best.choice;
 }

@@ -1,5 +1,8 @@
-// simulate_matmul: shardwise's planned C = A B (fp64, m = n = k) on every rank of
+// simulate_matmul: shardwise's planned C[m, n] = A[m, k] B[k, n] (fp64) on the ranks of
 // MPI_COMM_WORLD, for the plans of plan_choices.hpp (the planner's best, 2-D SUMMA, 2.5D).
+// The best plan may leave ranks idle (plan_matmul_any_mesh with allow_idle): it then runs on
+// a sub-communicator of the first ranks_used() ranks, and the others take no part but the
+// timing (they wait at the barrier, and their 0 bytes equal their model's).
 //
 // The same source is a plain MPI program (mpiexec, real time) and, compiled with smpicxx and
 // -DSHARDWISE_SIMULATE=1, a simulated one (smpirun, see benchmarks/simulate): then the local
@@ -12,12 +15,15 @@
 // process and one libc.
 //
 // For each plan, one line: the mesh, the time of the slowest rank (the best of --reps runs after
-// one untimed run), GFLOP/s, % of the ranks' peak (under simulation: the simulated hosts'
-// speed), and the bytes each rank sent through shardwise's communicators (counted at every
-// collective, as the ring algorithms send them) against the cost model's bytes for that rank.
+// one untimed run), GFLOP/s (2mnk per second), % of the P ranks' peak (under simulation: the
+// simulated hosts' speed; idle ranks count), the bytes each rank sent through shardwise's
+// communicators (counted at every collective, as the ring algorithms send them) against the
+// cost model's bytes for that rank, and the busiest rank's modeled bytes over the
+// memory-independent lower bound on P ranks (sw::matmul_lower_bound, words x 8 bytes).
 // Exit status 1 when a checked result or a rank's bytes differ from the model.
 //
-//   simulate_matmul [--n N] [--plans best,summa,25d] [--reps R] [--no-compute] [--fold]
+//   simulate_matmul [--m M] [--k K] [--n N] [--plans best,summa,25d] [--reps R] [--no-compute] [--fold]
+// --m and --k default to --n (256): `--n N` alone is the square product.
 #include <mpi.h>
 
 #include <algorithm>
@@ -26,6 +32,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -53,7 +61,7 @@ using Cube = sw::Mesh<sw::Axis<"x", sw::dynamic_extent>, sw::Axis<"y", sw::dynam
 constexpr std::int64_t budget = std::int64_t{4} << 30;  // per rank, as in scaling_model
 
 struct Options {
-  std::int64_t n = 256;
+  std::int64_t m = -1, k = -1, n = 256;  // m and k: n unless given
   std::vector<std::string> plans{"best", "summa", "25d"};
   int reps = 1;
   bool compute = true;
@@ -106,9 +114,10 @@ struct Placement {
   std::int64_t row0 = 0, col0 = 0, rows = 0, cols = 0;
 };
 
-Placement placement_of(const tensor_axes& t, std::int64_t n, const block_geometry& geo) {
-  const sw::detail::tensor_extents local = sw::detail::local_extents(t, {n, n}, geo);
-  return {geo.offset(n, t.dim(0)), geo.offset(n, t.dim(1)), local[0], local[1]};
+/// This rank's block of a `rows` x `cols` operand stored as `t`.
+Placement placement_of(const tensor_axes& t, std::int64_t rows, std::int64_t cols, const block_geometry& geo) {
+  const sw::detail::tensor_extents local = sw::detail::local_extents(t, {rows, cols}, geo);
+  return {geo.offset(rows, t.dim(0)), geo.offset(cols, t.dim(1)), local[0], local[1]};
 }
 
 void fill(const Block& block, const Placement& p, int which) {
@@ -116,12 +125,12 @@ void fill(const Block& block, const Placement& p, int which) {
     for (std::int64_t j = 0; j < p.cols; ++j) block.data()[i * p.cols + j] = element(which, p.row0 + i, p.col0 + j);
 }
 
-/// The largest |difference| between this rank's block of C and its serial product.
-double check(const Block& c, const Placement& p, std::int64_t n) {
-  Eigen::MatrixXd a(p.rows, n), b(n, p.cols);
+/// The largest |difference| between this rank's block of C and its serial product (inner extent k).
+double check(const Block& c, const Placement& p, std::int64_t k_extent) {
+  Eigen::MatrixXd a(p.rows, k_extent), b(k_extent, p.cols);
   for (std::int64_t i = 0; i < p.rows; ++i)
-    for (std::int64_t k = 0; k < n; ++k) a(i, k) = element(0, p.row0 + i, k);
-  for (std::int64_t k = 0; k < n; ++k)
+    for (std::int64_t k = 0; k < k_extent; ++k) a(i, k) = element(0, p.row0 + i, k);
+  for (std::int64_t k = 0; k < k_extent; ++k)
     for (std::int64_t j = 0; j < p.cols; ++j) b(k, j) = element(1, k, p.col0 + j);
   const Eigen::MatrixXd want = a * b;
   double error = 0;
@@ -152,6 +161,10 @@ Options parse(int argc, char** argv) {
     const std::string arg = argv[i];
     if (arg == "--n" && i + 1 < argc) {
       o.n = std::atoll(argv[++i]);
+    } else if (arg == "--m" && i + 1 < argc) {
+      o.m = std::atoll(argv[++i]);
+    } else if (arg == "--k" && i + 1 < argc) {
+      o.k = std::atoll(argv[++i]);
     } else if (arg == "--reps" && i + 1 < argc) {
       o.reps = std::max(1, std::atoi(argv[++i]));
     } else if (arg == "--plans" && i + 1 < argc) {
@@ -171,6 +184,12 @@ Options parse(int argc, char** argv) {
       std::exit(2);
     }
   }
+  if (o.m < 0) o.m = o.n;
+  if (o.k < 0) o.k = o.n;
+  if (o.m < 1 || o.k < 1 || o.n < 1) {
+    std::fprintf(stderr, "simulate_matmul: --m, --k and --n must be positive\n");
+    std::exit(2);
+  }
   if (o.fold && o.compute) {
     std::fprintf(stderr, "simulate_matmul: --fold needs --no-compute (folded blocks share their pages)\n");
     std::exit(2);
@@ -184,56 +203,84 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-/// Runs one plan; whether its results (when computed) and bytes are right. Rank 0 prints its line.
+/// The ranks a mesh has (the first that many ranks run the plan; the others idle).
+int ranks_of(const block_geometry& mesh) {
+  int used = 1;
+  for (int a = 0; a < mesh.ndim; ++a) used *= mesh.extents[static_cast<std::size_t>(a)];
+  return used;
+}
+
+/// Runs one plan on the first ranks_of(mesh) ranks; whether its results (when computed) and
+/// bytes are right. Rank 0 prints its line.
 bool run_plan(const std::string& name, const sw::MatmulChoice& choice, const block_geometry& mesh, const Options& o) {
   int rank = 0, size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  std::vector<int> extents(3, 1);
-  for (int a = 0; a < mesh.ndim; ++a) extents[static_cast<std::size_t>(a)] = mesh.extents[static_cast<std::size_t>(a)];
-  const Cube cube{extents[0], extents[1], extents[2]};
+  const int used = ranks_of(mesh);
+  // The idle ranks get MPI_COMM_NULL: they hold no block, send nothing and only time.
+  MPI_Comm active = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, rank < used ? 0 : MPI_UNDEFINED, rank, &active);
+  const bool busy = active != MPI_COMM_NULL;
 
-  sw::CountingCommunicator<sw::MpiCommunicator> counting{sw::MpiCommunicator(MPI_COMM_WORLD)};
-  const auto counters = counting.shared_counters();
-  sw::ProcessGroupMesh<Cube> groups(std::move(counting), cube);
-  const block_geometry geo = groups.geometry();
+  std::int64_t sent = 0, modeled = 0;
+  double error = 0, seconds = 1e300;
+  {
+    std::vector<int> extents(3, 1);
+    for (int a = 0; a < mesh.ndim; ++a) extents[static_cast<std::size_t>(a)] = mesh.extents[static_cast<std::size_t>(a)];
+    const Cube cube{extents[0], extents[1], extents[2]};
+    std::optional<sw::ProcessGroupMesh<Cube>> groups;
+    std::shared_ptr<sw::CommCounters> counters;
+    block_geometry geo;
+    if (busy) {
+      sw::CountingCommunicator<sw::MpiCommunicator> counting{sw::MpiCommunicator(active)};
+      counters = counting.shared_counters();
+      groups.emplace(std::move(counting), cube);
+      geo = groups->geometry();
+    }
 
-  const auto& plan = choice.plan;
-  const auto row_major = sw::detail::dim_order::row_major(2);
-  const sw::detail::program program = sw::detail::lower(plan.steps, plan.start, sw::detail::matmul_indices,
-                                                        choice.panel_width, row_major, row_major, {}, row_major);
-  const sw::detail::operand_extents global = sw::detail::matmul_extents({.m = o.n, .k = o.n, .n = o.n});
-  const Placement pa = placement_of(plan.start[sw::Operand::A], o.n, geo);
-  const Placement pb = placement_of(plan.start[sw::Operand::B], o.n, geo);
-  const Placement pc = placement_of(choice.c, o.n, geo);
-  const Block a(pa.rows, pa.cols, o.fold), b(pb.rows, pb.cols, o.fold), c(pc.rows, pc.cols, o.fold);
-  if (o.compute) {
-    fill(a, pa, 0);
-    fill(b, pb, 1);
-  }
-  auto run = [&] {
-    sw::detail::executor<double, true>(program, groups.state(), global, {a.data(), b.data(), nullptr, c.data()}).run();
-  };
+    const auto& plan = choice.plan;
+    const auto row_major = sw::detail::dim_order::row_major(2);
+    const sw::detail::program program = sw::detail::lower(plan.steps, plan.start, sw::detail::matmul_indices,
+                                                          choice.panel_width, row_major, row_major, {}, row_major);
+    const sw::detail::operand_extents global = sw::detail::matmul_extents({.m = o.m, .k = o.k, .n = o.n});
+    Placement pa, pb, pc;
+    if (busy) {
+      pa = placement_of(plan.start[sw::Operand::A], o.m, o.k, geo);
+      pb = placement_of(plan.start[sw::Operand::B], o.k, o.n, geo);
+      pc = placement_of(choice.c, o.m, o.n, geo);
+    }
+    const Block a(pa.rows, pa.cols, o.fold), b(pb.rows, pb.cols, o.fold), c(pc.rows, pc.cols, o.fold);
+    if (busy && o.compute) {
+      fill(a, pa, 0);
+      fill(b, pb, 1);
+    }
+    auto run = [&] {
+      if (busy)
+        sw::detail::executor<double, true>(program, groups->state(), global, {a.data(), b.data(), nullptr, c.data()})
+            .run();
+    };
 
-  // The untimed run: creates the groups and the workspace, and is the one counted and checked.
-  const sw::Traffic before = counters->total();
-  run();
-  const std::int64_t sent = (counters->total() - before).bytes;
-  const std::int64_t modeled =
-      sw::detail::schedule_traffic(plan.steps, plan.start, global, geo, sizeof(double), choice.panel_width).bytes;
-  const double error = o.compute ? check(c, pc, o.n) : 0.0;
+    // The untimed run: creates the groups and the workspace, and is the one counted and checked.
+    if (busy) {
+      const sw::Traffic before = counters->total();
+      run();
+      sent = (counters->total() - before).bytes;
+      modeled = sw::detail::schedule_traffic(plan.steps, plan.start, global, geo, sizeof(double), choice.panel_width).bytes;
+      if (o.compute) error = check(c, pc, o.k);
+    }
 
-  // The best of the runs: a real run on a shared machine is only ever slowed down by the
-  // others; a simulated one takes the same time every run.
-  double seconds = 1e300;
-  for (int r = 0; r < o.reps; ++r) {
-    MPI_Barrier(MPI_COMM_WORLD);
-    const double start = MPI_Wtime();
-    run();
-    double elapsed = MPI_Wtime() - start;
-    MPI_Allreduce(MPI_IN_PLACE, &elapsed, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    seconds = std::min(seconds, elapsed);
-  }
+    // The best of the runs: a real run on a shared machine is only ever slowed down by the
+    // others; a simulated one takes the same time every run.
+    for (int r = 0; r < o.reps; ++r) {
+      MPI_Barrier(MPI_COMM_WORLD);
+      const double start = MPI_Wtime();
+      run();
+      double elapsed = MPI_Wtime() - start;
+      MPI_Allreduce(MPI_IN_PLACE, &elapsed, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+      seconds = std::min(seconds, elapsed);
+    }
+  }  // the groups go before the communicator they were split from
+  if (busy) MPI_Comm_free(&active);
 
   int bytes_equal = sent == modeled ? 1 : 0;
   double worst_error = error;
@@ -244,16 +291,22 @@ bool run_plan(const std::string& name, const sw::MatmulChoice& choice, const blo
   MPI_Allreduce(MPI_IN_PLACE, &most_modeled, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
   const bool right = worst_error == 0.0;  // exact: see element()
   if (rank == 0) {
-    const double nn = static_cast<double>(o.n);
-    const double gflops = 2.0 * nn * nn * nn / seconds / 1e9;
+    const double flops = 2.0 * static_cast<double>(o.m) * static_cast<double>(o.k) * static_cast<double>(o.n);
+    const double gflops = flops / seconds / 1e9;
     const double peak = host_speed() * size / 1e9;
     char peak_text[32] = "-";
     if (peak > 0) std::snprintf(peak_text, sizeof peak_text, "%.1f", 100.0 * gflops / peak);
-    std::printf("| %d | %lld | %s | %s | %s | %.6f | %.2f | %s | %.3f | %.3f | %s | %s |\n", size,
-                static_cast<long long>(o.n), name.c_str(), sw::bench::mesh_text(mesh).c_str(),
-                sw::bench::plan_text(choice).c_str(), seconds, gflops, peak_text,
+    const double bound = sw::matmul_lower_bound(o.m, o.k, o.n, size).words * sizeof(double);
+    char over_bound[32] = "-";
+    if (bound > 0) std::snprintf(over_bound, sizeof over_bound, "%.3f", static_cast<double>(most_modeled) / bound);
+    std::string mesh_text = sw::bench::mesh_text(mesh);
+    if (used < size) mesh_text += " (" + std::to_string(size - used) + " idle)";
+    std::printf("| %d | %lld | %lld | %lld | %s | %s | %s | %.6f | %.2f | %s | %.3f | %.3f | %s | %.3f | %s | %s |\n", size,
+                static_cast<long long>(o.m), static_cast<long long>(o.k), static_cast<long long>(o.n), name.c_str(),
+                mesh_text.c_str(), sw::bench::plan_text(choice).c_str(), seconds, gflops, peak_text,
                 static_cast<double>(most_sent) / (1 << 20), static_cast<double>(most_modeled) / (1 << 20),
-                bytes_equal ? "yes" : "NO", o.compute ? (right ? "exact" : "WRONG") : "not computed");
+                bytes_equal ? "yes" : "NO", bound / (1 << 20), over_bound,
+                o.compute ? (right ? "exact" : "WRONG") : "not computed");
     std::fflush(stdout);
   }
   return bytes_equal && right;
@@ -272,12 +325,12 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (rank == 0) {
-    std::printf("| P | n | plan | mesh | shardings, variant | time s (slowest rank, best run) | GFLOP/s | %% of peak | MiB sent, "
-                "busiest rank | model MiB | bytes == model, all ranks | C |\n"
-                "|---:|---:|---|---|---|---:|---:|---:|---:|---:|---|---|\n");
+    std::printf("| P | m | k | n | plan | mesh | shardings, variant | time s (slowest rank, best run) | GFLOP/s | %% of peak "
+                "| MiB sent, busiest rank | model MiB | bytes == model, all ranks | bound MiB | model / bound | C |\n"
+                "|---:|---:|---:|---:|---|---|---|---:|---:|---:|---:|---:|---|---:|---:|---|\n");
     std::fflush(stdout);
   }
-  const sw::MatmulProblem problem{{.m = o.n, .k = o.n, .n = o.n}, sizeof(double), budget};
+  const sw::MatmulProblem problem{{.m = o.m, .k = o.k, .n = o.n}, sizeof(double), budget};
   bool all_right = true;
   for (const std::string& name : o.plans) {
     if (name != "best" && name != "summa" && name != "25d") {
@@ -290,15 +343,17 @@ int main(int argc, char** argv) {
     block_geometry mesh;
     sw::MatmulChoice choice;
     if (rank == 0) {
-      if (name == "best") choice = sw::bench::best_plan(size, problem, mesh);
+      if (name == "best") choice = sw::bench::best_plan(size, problem, mesh, {.allow_idle = true});
       else if (name == "summa") choice = sw::bench::summa_2d(size, problem, mesh);
       else choice = sw::bench::summa_25d(size, problem, mesh);
     }
     broadcast_bytes(choice);
     broadcast_bytes(mesh);
     if (!choice.found || !choice.plan.error.ok() || choice.plan.steps.empty()) {
-      if (rank == 0) std::printf("| %d | %lld | %s | - | no plan of this kind for P = %d | | | | | | | |\n", size,
-                                 static_cast<long long>(o.n), name.c_str(), size);
+      if (rank == 0)
+        std::printf("| %d | %lld | %lld | %lld | %s | - | no plan of this kind for P = %d | | | | | | | | | |\n", size,
+                    static_cast<long long>(o.m), static_cast<long long>(o.k), static_cast<long long>(o.n), name.c_str(),
+                    size);
       continue;
     }
     all_right = run_plan(name, choice, mesh, o) && all_right;
