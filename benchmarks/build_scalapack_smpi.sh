@@ -76,7 +76,7 @@ ar rcs "$build_dir/libscalapack_smpi.a" "$obj"/*.o
 # The flop-charging dgemm_ and the driver, linked with the archive and OpenBLAS (its other
 # BLAS routines, and cblas_dgemm for checked runs).
 smpicc -O2 -fPIC -Wall -Wextra -c "$repo/benchmarks/flop_charging_dgemm.c" -o "$build_dir/flop_charging_dgemm.o"
-smpicxx -std=c++20 -O2 -Wall -Wextra -Wpedantic -fno-gnu-unique -DSMPI_NO_OVERRIDE_MALLOC=1 \
+smpicxx -std=c++20 -O2 -Wall -Wextra -Wpedantic -fno-gnu-unique -DSMPI_NO_OVERRIDE_MALLOC=1 -I"$repo/include" \
   "$repo/benchmarks/simulate_pdgemm.cpp" "$build_dir/flop_charging_dgemm.o" "$build_dir/libscalapack_smpi.a" \
   $(pkg-config --libs openblas) -lgfortran -o "$build_dir/simulate_pdgemm"
 echo "build_scalapack_smpi: $build_dir/simulate_pdgemm"

@@ -1,15 +1,17 @@
-// simulate_pdgemm: ScaLAPACK's PDGEMM, C = A B (fp64, m = n = k = N, all three NB x NB
-// block-cyclic on the squarest p x q grid of MPI_COMM_WORLD), the peer of simulate_matmul on
-// the same simulated clusters. Built by benchmarks/build_scalapack_smpi.sh against SMPI, with
+// simulate_pdgemm: ScaLAPACK's PDGEMM, C[m, n] = A[m, k] B[k, n] (fp64, all three NB x NB
+// block-cyclic on the squarest p x q grid of MPI_COMM_WORLD, its longer side over the larger of
+// m and n, or --grid), the peer of simulate_matmul on the same simulated clusters. Built by benchmarks/build_scalapack_smpi.sh against SMPI, with
 // flop_charging_dgemm.c as its dgemm_; run by `benchmarks/simulate pdgemm`.
 //
-//   simulate_pdgemm [--n N] [--nb NB] [--reps R] [--check] [--fold]
+//   simulate_pdgemm [--m M] [--k K] [--n N] [--nb NB] [--grid PxQ] [--reps R] [--check] [--fold]
+//     --m, --k  default to --n (256)
 //     --check  the local GEMMs multiply and every rank checks its elements of C (small N)
 //     --fold   A, B and C from SMPI's shared malloc (the same pages on every rank), for large P
 // One line in simulate_matmul's table format: the time of the slowest rank (best of R runs
 // after an untimed one), GFLOP/s, % of the hosts' peak, and in place of counted bytes the
-// estimate of a stationary-C SUMMA on the grid, 8 [(n/p) n (q-1)/q + n (n/q) (p-1)/p] bytes
-// received per rank (PBLAS may move data otherwise; nothing here counts its messages).
+// estimate of a stationary-C SUMMA on the grid, 8 [(m/p) k (q-1)/q + k (n/q) (p-1)/p] bytes
+// received per rank (PBLAS may move data otherwise; nothing here counts its messages), with
+// that estimate over the memory-independent lower bound (as in simulate_matmul).
 // No static or global mutable state: under SMPI every rank is a thread of one process.
 #include <mpi.h>
 #include <simgrid/host.h>
@@ -19,6 +21,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+
+#include "shardwise/plan/cost.hpp"  // sw::matmul_lower_bound: the bound the table compares with
 
 extern "C" {
 void Cblacs_pinfo(int* mypnum, int* nprocs);
@@ -55,13 +59,15 @@ struct Local {
   double* data = nullptr;
   bool folded = false;
 
-  Local(int n, int nb, int context, int my_row, int my_col, int p, int q, bool fold) : folded(fold) {
+  /// This rank's part of a global_rows x global_cols matrix.
+  Local(int global_rows, int global_cols, int nb, int context, int my_row, int my_col, int p, int q, bool fold)
+      : folded(fold) {
     const int zero = 0;
-    rows = numroc_(&n, &nb, &my_row, &zero, &p);
-    cols = numroc_(&n, &nb, &my_col, &zero, &q);
+    rows = numroc_(&global_rows, &nb, &my_row, &zero, &p);
+    cols = numroc_(&global_cols, &nb, &my_col, &zero, &q);
     lld = std::max(1, rows);
     int info = 0;
-    descinit_(desc, &n, &n, &nb, &nb, &zero, &zero, &context, &lld, &info);
+    descinit_(desc, &global_rows, &global_cols, &nb, &nb, &zero, &zero, &context, &lld, &info);
     const std::size_t bytes = sizeof(double) * static_cast<std::size_t>(lld) * static_cast<std::size_t>(std::max(1, cols));
     data = static_cast<double*>(fold ? SMPI_SHARED_MALLOC(bytes) : std::malloc(bytes));
     std::fill_n(data, bytes / sizeof(double), 0.0);
@@ -79,11 +85,14 @@ struct Local {
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
-  int n = 256, nb = 128, reps = 1;
+  int m = -1, k = -1, n = 256, nb = 128, reps = 1, grid_p = 0, grid_q = 0;
   bool check = false, fold = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--n" && i + 1 < argc) n = std::atoi(argv[++i]);
+    else if (arg == "--m" && i + 1 < argc) m = std::atoi(argv[++i]);
+    else if (arg == "--k" && i + 1 < argc) k = std::atoi(argv[++i]);
+    else if (arg == "--grid" && i + 1 < argc && std::sscanf(argv[++i], "%dx%d", &grid_p, &grid_q) == 2) continue;
     else if (arg == "--nb" && i + 1 < argc) nb = std::atoi(argv[++i]);
     else if (arg == "--reps" && i + 1 < argc) reps = std::max(1, std::atoi(argv[++i]));
     else if (arg == "--check") check = true;
@@ -93,6 +102,8 @@ int main(int argc, char** argv) {
       MPI_Abort(MPI_COMM_WORLD, 2);
     }
   }
+  if (m < 0) m = n;
+  if (k < 0) k = n;
   if (check && fold) {
     std::fprintf(stderr, "simulate_pdgemm: --check and --fold exclude each other (folded blocks share their pages)\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
@@ -104,24 +115,33 @@ int main(int argc, char** argv) {
   int p = 1;
   for (int a = 1; a * a <= size; ++a)
     if (size % a == 0) p = a;
-  const int q = size / p;
+  int q = size / p;
+  if (m > n) std::swap(p, q);  // more process rows where C has more rows
+  if (grid_p > 0) {
+    if (grid_p * grid_q != size) {
+      if (me == 0) std::fprintf(stderr, "simulate_pdgemm: --grid %dx%d is not %d ranks\n", grid_p, grid_q, size);
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    p = grid_p, q = grid_q;
+  }
   int context = 0, rows = 0, cols = 0, my_row = 0, my_col = 0;
   Cblacs_get(-1, 0, &context);
   Cblacs_gridinit(&context, "Row", p, q);
   Cblacs_gridinfo(context, &rows, &cols, &my_row, &my_col);
 
-  const Local a(n, nb, context, my_row, my_col, p, q, fold), b(n, nb, context, my_row, my_col, p, q, fold),
-      c(n, nb, context, my_row, my_col, p, q, fold);
+  const Local a(m, k, nb, context, my_row, my_col, p, q, fold), b(k, n, nb, context, my_row, my_col, p, q, fold),
+      c(m, n, nb, context, my_row, my_col, p, q, fold);
   if (check)
+  {
     for (int j = 0; j < a.cols; ++j)
-      for (int i = 0; i < a.rows; ++i) {
-        a.at(i, j) = element(0, global_index(i, nb, my_row, p), global_index(j, nb, my_col, q));
-        b.at(i, j) = element(1, global_index(i, nb, my_row, p), global_index(j, nb, my_col, q));
-      }
+      for (int i = 0; i < a.rows; ++i) a.at(i, j) = element(0, global_index(i, nb, my_row, p), global_index(j, nb, my_col, q));
+    for (int j = 0; j < b.cols; ++j)
+      for (int i = 0; i < b.rows; ++i) b.at(i, j) = element(1, global_index(i, nb, my_row, p), global_index(j, nb, my_col, q));
+  }
   const int one = 1;
   const double alpha = 1.0, beta = 0.0;
   auto run = [&] {
-    pdgemm_("N", "N", &n, &n, &n, &alpha, a.data, &one, &one, a.desc, b.data, &one, &one, b.desc, &beta, c.data, &one,
+    pdgemm_("N", "N", &m, &n, &k, &alpha, a.data, &one, &one, a.desc, b.data, &one, &one, b.desc, &beta, c.data, &one,
             &one, c.desc);
   };
   run();
@@ -131,7 +151,7 @@ int main(int argc, char** argv) {
       for (int i = 0; i < c.rows; ++i) {
         const long gi = global_index(i, nb, my_row, p), gj = global_index(j, nb, my_col, q);
         double want = 0;
-        for (long k = 0; k < n; ++k) want += element(0, gi, k) * element(1, k, gj);
+        for (long l = 0; l < k; ++l) want += element(0, gi, l) * element(1, l, gj);
         error = std::max(error, std::abs(c.at(i, j) - want));
       }
   double seconds = 1e300;
@@ -145,12 +165,14 @@ int main(int argc, char** argv) {
   }
   MPI_Allreduce(MPI_IN_PLACE, &error, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   if (me == 0) {
-    const double nn = n, gflops = 2.0 * nn * nn * nn / seconds / 1e9;
+    const double mm = m, kk = k, nn = n, gflops = 2.0 * mm * kk * nn / seconds / 1e9;
     const double peak = sg_host_get_speed(sg_host_self()) * size / 1e9;
-    const double estimate = 8.0 * (nn / p * nn * (q - 1) / q + nn * (nn / q) * (p - 1) / p) / (1 << 20);
-    std::printf("| %d | %d | pdgemm nb:%d | %dx%d | block-cyclic %d x %d | %.6f | %.2f | %.1f | - | %.3f (SUMMA estimate) | - | %s |\n",
-                size, n, nb, p, q, nb, nb, seconds, gflops, 100.0 * gflops / peak, estimate,
-                check ? (error == 0.0 ? "exact" : "WRONG") : "not computed");
+    const double estimate = 8.0 * (mm / p * kk * (q - 1) / q + kk * (nn / q) * (p - 1) / p) / (1 << 20);
+    const double bound = 8.0 * shardwise::matmul_lower_bound(m, k, n, size).words / (1 << 20);
+    std::printf("| %d | %d | %d | %d | pdgemm nb:%d | %dx%d | block-cyclic %d x %d | %.6f | %.2f | %.1f | - | %.3f (SUMMA "
+                "estimate) | - | %.3f | %.3f (estimate) | %s |\n",
+                size, m, k, n, nb, p, q, nb, nb, seconds, gflops, 100.0 * gflops / peak, estimate, bound,
+                bound > 0 ? estimate / bound : 0.0, check ? (error == 0.0 ? "exact" : "WRONG") : "not computed");
     std::fflush(stdout);
   }
   Cblacs_gridexit(context);
