@@ -9,7 +9,11 @@
 // GEMMs charge 2mnk flops to the simulated host, MPI_Wtime is the simulated clock, and
 //   --no-compute  skips the GEMMs' arithmetic (the simulated time is unchanged), and
 //   --fold        also folds the operands and the workspace onto shared pages (SMPI's shared
-//                 malloc), so that thousands of ranks fit in one machine.
+//                 malloc), so that thousands of ranks fit in one machine;
+//   --measure     the GEMMs compute and charge no flops: for a run where SMPI times the code
+//                 between MPI calls (smpi/simulate-computation:yes; benchmarks/simulate validate).
+// A real run (the plain MPI build) also prints each plan's CPU time: the largest over the ranks
+// of their process CPU time in the run whose wall time was the best.
 // Without --no-compute every rank checks its block of C against its own serial product.
 // A and B are filled from global indices, never from rand(): under SMPI all ranks share one
 // process and one libc.
@@ -22,7 +26,7 @@
 // memory-independent lower bound on P ranks (sw::matmul_lower_bound, words x 8 bytes).
 // Exit status 1 when a checked result or a rank's bytes differ from the model.
 //
-//   simulate_matmul [--m M] [--k K] [--n N] [--plans best,summa,25d] [--reps R] [--no-compute] [--fold]
+//   simulate_matmul [--m M] [--k K] [--n N] [--plans best,summa,25d] [--reps R] [--no-compute] [--fold] [--measure]
 // --m and --k default to --n (256): `--n N` alone is the square product.
 #include <mpi.h>
 
@@ -32,6 +36,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <memory>
 #include <optional>
 #include <string>
@@ -66,6 +71,7 @@ struct Options {
   int reps = 1;
   bool compute = true;
   bool fold = false;
+  bool measure = false;
 };
 
 /// A's (which = 0) or B's (which = 1) element (i, j): small multiples of 1/16, so that every
@@ -86,8 +92,9 @@ class Block {
     data_ = static_cast<double*>(std::malloc(bytes));
 #endif
     if (data_ == nullptr) throw std::bad_alloc();
-    // Touch it, as a real run would: folded pages cost nothing, private ones are allocated now.
-    std::fill_n(data_, count_, 0.0);
+    // Touch a private block, as a real run would. Not a folded one: its pages are SMPI's file
+    // in /tmp mapped again and again, and every first write to each mapping is a page fault.
+    if (!fold_) std::fill_n(data_, count_, 0.0);
   }
   Block(const Block&) = delete;
   Block& operator=(const Block&) = delete;
@@ -148,6 +155,13 @@ double host_speed() {
 #endif
 }
 
+/// This process's CPU time in seconds: a real rank's (under SMPI, the simulator's, and unused).
+double cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
 /// Rank 0's `value` on every rank (a plain struct of numbers, no pointers).
 template <typename T>
 void broadcast_bytes(T& value) {
@@ -179,6 +193,8 @@ Options parse(int argc, char** argv) {
       o.compute = false;
     } else if (arg == "--fold") {
       o.fold = true;
+    } else if (arg == "--measure") {
+      o.measure = true;
     } else {
       std::fprintf(stderr, "simulate_matmul: unknown argument '%s'\n", argv[i]);
       std::exit(2);
@@ -190,13 +206,17 @@ Options parse(int argc, char** argv) {
     std::fprintf(stderr, "simulate_matmul: --m, --k and --n must be positive\n");
     std::exit(2);
   }
+  if (o.measure && !o.compute) {
+    std::fprintf(stderr, "simulate_matmul: --measure needs the GEMMs to compute (no --no-compute)\n");
+    std::exit(2);
+  }
   if (o.fold && o.compute) {
     std::fprintf(stderr, "simulate_matmul: --fold needs --no-compute (folded blocks share their pages)\n");
     std::exit(2);
   }
 #if !(defined(SHARDWISE_SIMULATE) && SHARDWISE_SIMULATE)
-  if (!o.compute || o.fold) {
-    std::fprintf(stderr, "simulate_matmul: --no-compute and --fold need the simulation build (benchmarks/simulate)\n");
+  if (!o.compute || o.fold || o.measure) {
+    std::fprintf(stderr, "simulate_matmul: --no-compute, --fold and --measure need the simulation build (benchmarks/simulate)\n");
     std::exit(2);
   }
 #endif
@@ -223,7 +243,7 @@ bool run_plan(const std::string& name, const sw::MatmulChoice& choice, const blo
   const bool busy = active != MPI_COMM_NULL;
 
   std::int64_t sent = 0, modeled = 0;
-  double error = 0, seconds = 1e300;
+  double error = 0, seconds = 1e300, cpu_of_best = 0;
   {
     std::vector<int> extents(3, 1);
     for (int a = 0; a < mesh.ndim; ++a) extents[static_cast<std::size_t>(a)] = mesh.extents[static_cast<std::size_t>(a)];
@@ -273,11 +293,14 @@ bool run_plan(const std::string& name, const sw::MatmulChoice& choice, const blo
     // others; a simulated one takes the same time every run.
     for (int r = 0; r < o.reps; ++r) {
       MPI_Barrier(MPI_COMM_WORLD);
+      const double cpu_start = cpu_seconds();
       const double start = MPI_Wtime();
       run();
       double elapsed = MPI_Wtime() - start;
+      double cpu = cpu_seconds() - cpu_start;
       MPI_Allreduce(MPI_IN_PLACE, &elapsed, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-      seconds = std::min(seconds, elapsed);
+      MPI_Allreduce(MPI_IN_PLACE, &cpu, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+      if (elapsed < seconds) seconds = elapsed, cpu_of_best = cpu;
     }
   }  // the groups go before the communicator they were split from
   if (busy) MPI_Comm_free(&active);
@@ -307,6 +330,9 @@ bool run_plan(const std::string& name, const sw::MatmulChoice& choice, const blo
                 static_cast<double>(most_sent) / (1 << 20), static_cast<double>(most_modeled) / (1 << 20),
                 bytes_equal ? "yes" : "NO", bound / (1 << 20), over_bound,
                 o.compute ? (right ? "exact" : "WRONG") : "not computed");
+#if !(defined(SHARDWISE_SIMULATE) && SHARDWISE_SIMULATE)
+    std::printf("cpu: %s: %.6f s, the largest CPU time of a rank in the best run\n", name.c_str(), cpu_of_best);
+#endif
     std::fflush(stdout);
   }
   return bytes_equal && right;
@@ -320,6 +346,7 @@ int main(int argc, char** argv) {
 #if defined(SHARDWISE_SIMULATE) && SHARDWISE_SIMULATE
   sw::detail::simulation::compute() = o.compute;
   sw::detail::simulation::fold() = o.fold;
+  sw::detail::simulation::charge() = !o.measure;
 #endif
   int rank = 0, size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -350,10 +377,16 @@ int main(int argc, char** argv) {
     broadcast_bytes(choice);
     broadcast_bytes(mesh);
     if (!choice.found || !choice.plan.error.ok() || choice.plan.steps.empty()) {
+      // Why: P has no mesh of this kind (2.5D: P = q q c), or none of its plans fits the budget.
+      bool has_mesh = name != "25d";
+      for (int c = 2; c <= size && !has_mesh; ++c) {
+        const int q = static_cast<int>(std::lround(std::sqrt(static_cast<double>(size / c))));
+        has_mesh = size % c == 0 && q >= 2 && q * q * c == size;
+      }
       if (rank == 0)
-        std::printf("| %d | %lld | %lld | %lld | %s | - | no plan of this kind for P = %d | | | | | | | | | |\n", size,
-                    static_cast<long long>(o.m), static_cast<long long>(o.k), static_cast<long long>(o.n), name.c_str(),
-                    size);
+        std::printf("| %d | %lld | %lld | %lld | %s | - | %s | | | | | | | | | |\n", size, static_cast<long long>(o.m),
+                    static_cast<long long>(o.k), static_cast<long long>(o.n), name.c_str(),
+                    has_mesh ? "no plan of this kind fits 4 GiB per rank" : "no plan of this kind: P is no q x q x c");
       continue;
     }
     all_right = run_plan(name, choice, mesh, o) && all_right;

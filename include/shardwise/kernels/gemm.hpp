@@ -220,8 +220,9 @@ void gemm(matrix_view<Scalar> c, matrix_view<const Scalar> a, matrix_view<const 
 #if defined(SHARDWISE_SIMULATE) && SHARDWISE_SIMULATE
   // 2mnk real flops; a complex multiply-add is 4 real multiplications and 4 additions.
   constexpr double flops_per_multiply_add = std::is_floating_point_v<Scalar> ? 2.0 : 8.0;
-  simulation::charge_flops(flops_per_multiply_add * static_cast<double>(a.rows) * static_cast<double>(b.cols) *
-                           static_cast<double>(a.cols));
+  if (simulation::charge().load(std::memory_order_relaxed))
+    simulation::charge_flops(flops_per_multiply_add * static_cast<double>(a.rows) * static_cast<double>(b.cols) *
+                             static_cast<double>(a.cols));
   if (!simulation::compute().load(std::memory_order_relaxed)) return;
 #endif
 #if SHARDWISE_HAS_BLAS

@@ -19,7 +19,21 @@
 #include "shardwise/detail/separate_compilation.hpp"
 #include "shardwise/layout.hpp"
 
+#if defined(SHARDWISE_SIMULATE) && SHARDWISE_SIMULATE
+#include "shardwise/kernels/simulation.hpp"  // SMPI: a run that computes nothing moves no data either
+#endif
+
 namespace shardwise::detail {
+
+/// Whether the copies and sums below do nothing: only on a simulated cluster whose run computes
+/// nothing (kernels/simulation.hpp); a constant false in every other build.
+inline bool simulation_skips_data() {
+#if defined(SHARDWISE_SIMULATE) && SHARDWISE_SIMULATE
+  return simulation::skip_local_data();
+#else
+  return false;
+#endif
+}
 
 /// to (rows x cols, row-major, contiguous) = the matrix whose element (i, j) is
 /// from[i * row_stride + j * col_stride].
@@ -27,6 +41,7 @@ template <typename Scalar>
 [[gnu::noinline]] void copy_strided(const Scalar* from, std::int64_t row_stride, std::int64_t col_stride, Scalar* to, std::int64_t rows,
                   std::int64_t cols) {
   if (rows <= 0 || cols <= 0) return;  // an empty block may have no storage at all (null)
+  if (simulation_skips_data()) return;
   if (col_stride == 1) {
     for (std::int64_t i = 0; i < rows; ++i)
       std::memcpy(to + i * cols, from + i * row_stride, static_cast<std::size_t>(cols) * sizeof(Scalar));
@@ -45,6 +60,7 @@ template <typename Scalar>
 /// into[i] += from[i] for n elements.
 template <typename Scalar>
 [[gnu::noinline]] void add_into(Scalar* into, const Scalar* from, std::int64_t n) {
+  if (simulation_skips_data()) return;
   for (std::int64_t i = 0; i < n; ++i) into[i] += from[i];
 }
 
@@ -52,6 +68,7 @@ template <typename Scalar>
 /// a finished product). With beta zero `into` is not read, so a NaN there does not propagate.
 template <typename Scalar>
 [[gnu::noinline]] void scale_add_into(Scalar* into, const Scalar* from, std::int64_t n, Scalar alpha, Scalar beta) {
+  if (simulation_skips_data()) return;
   if (beta == Scalar(0))
     for (std::int64_t i = 0; i < n; ++i) into[i] = alpha * from[i];
   else
@@ -65,7 +82,7 @@ template <typename Scalar>
 [[gnu::noinline]] void permute_copy_strided(const Scalar* from, const tensor_extents& source_strides, Scalar* to,
                                             const dim_order& to_order, const tensor_extents& extents) {
   const std::int64_t total = element_count(extents, to_order.rank);
-  if (total == 0) return;
+  if (total == 0 || simulation_skips_data()) return;
   // The destination's dimensions, outermost first, with their source strides; merged where the
   // source has them adjacent in the same order too, extent-1 dimensions dropped.
   std::array<std::int64_t, max_tensor_rank> extent{}, stride{};

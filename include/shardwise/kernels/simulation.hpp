@@ -1,12 +1,19 @@
 // shardwise/kernels/simulation.hpp: the kernels on a simulated cluster (SimGrid SMPI).
 //
 // Included only when SHARDWISE_SIMULATE=1, which needs SMPI's <smpi/smpi.h> (compile with
-// smpicxx); the default build never sees this file. Two switches, set once per run before
+// smpicxx); the default build never sees this file. Three switches, set once per run before
 // the first matmul and the same on every rank:
-//   - compute: whether local GEMMs also multiply. A simulated GEMM always charges its
-//     flops to the simulated host (smpi_execute_flops), so that the simulated time is the
-//     same whether or not the product is computed; computing it lets a small run check the
-//     results, skipping it lets P = 4096 finish in minutes.
+//   - compute: whether local GEMMs also multiply, and the kernels' local copies (packing,
+//     reordering) and sums (a ring ReduceScatter's) move data. A simulated GEMM always
+//     charges its flops to the simulated host (smpi_execute_flops), and the copies and sums
+//     take no simulated time either way (smpi/simulate-computation:no), so that the simulated
+//     time is the same whether or not anything is computed; computing lets a small run check
+//     the results, skipping it lets P = 4096 finish in minutes (at P = 64, n = 16384 the
+//     copies and sums of data nobody reads were two thirds of the wall time).
+//   - charge: whether a GEMM charges its flops (the default). Off when the run lets SMPI time
+//     the code between MPI calls instead (smpi/simulate-computation:yes, with smpi/host-speed
+//     the platform's host speed), so that the simulated time is what this machine's GEMMs,
+//     copies and sums took (benchmarks/simulate validate); the GEMMs must compute then.
 //   - fold: whether the workspace's buffers come from SMPI's shared malloc, where all ranks'
 //     buffers are the same physical pages (their contents are garbage, so only with compute
 //     off) and SMPI skips copying messages between them. That is what fits thousands of
@@ -29,11 +36,20 @@ inline std::atomic<bool>& compute() {
   return value;
 }
 
+/// Whether a simulated GEMM charges its flops (off when SMPI measures the computation).
+inline std::atomic<bool>& charge() {
+  static std::atomic<bool> value{true};
+  return value;
+}
+
 /// Whether the workspace folds its buffers (SMPI's shared malloc).
 inline std::atomic<bool>& fold() {
   static std::atomic<bool> value{false};
   return value;
 }
+
+/// Whether the kernels' local copies and sums are skipped (compute() off: their data is never read).
+inline bool skip_local_data() { return !compute().load(std::memory_order_relaxed); }
 
 /// Charges `flops` to this rank's simulated host: the simulated clock advances by flops / host speed.
 inline void charge_flops(double flops) { smpi_execute_flops(flops); }
