@@ -473,6 +473,35 @@ void gemm(std::type_identity_t<Scalar> alpha, const ShardedMatrix<Scalar, M, ShA
   }
 }
 
+/// The same into a writable view C of the caller's memory (taken by value, as a view is a
+/// handle; shardwise/view.hpp), as ScaLAPACK's users hold C: straight into that memory when C's
+/// block is contiguous in its storage order and not A's or B's, otherwise through an owning
+/// product combined into C's strides element by element (beta = 0 never reads C).
+template <typename Scalar, MeshType M, typename ShA, int OA, typename WA, typename ShB, int OB, typename WB,
+          typename ShC, int OC, detail::MatmulVariant Variant = variant::Standard>
+void gemm(std::type_identity_t<Scalar> alpha, const ShardedMatrix<Scalar, M, ShA, OA, WA>& a,
+          const ShardedMatrix<Scalar, M, ShB, OB, WB>& b, std::type_identity_t<Scalar> beta,
+          ShardedMatrix<Scalar, M, ShC, OC, View> c, Variant = {}) {
+  using Plan = matmul_plan<M, ShA, ShB, ShC, Variant>;
+  if constexpr (Plan::compiles) {
+    detail::check_operands("shardwise::gemm", a, b, &c);
+    const std::int64_t inner = OC == Eigen::RowMajor ? c.stride(1) : c.stride(0);
+    const std::int64_t outer = OC == Eigen::RowMajor ? c.stride(0) : c.stride(1);
+    const std::int64_t inner_extent = OC == Eigen::RowMajor ? c.local_cols() : c.local_rows();
+    const std::int64_t outer_extent = OC == Eigen::RowMajor ? c.local_rows() : c.local_cols();
+    const bool contiguous = c.local_rows() * c.local_cols() == 0 ||
+                            ((inner == 1 || inner_extent == 1) && (outer == inner_extent || outer_extent == 1));
+    const bool aliased = c.data() == a.data() || c.data() == b.data();
+    if (contiguous && !aliased) return detail::run_matmul_into<Plan, OC>(c.data(), a, b, alpha, beta);
+    ShardedMatrix<Scalar, M, ShC, OC> product(c.groups(), c.rows(), c.cols(), detail::uninitialized);
+    detail::run_matmul<Plan>(product, a, b);
+    auto into = c.local();
+    const auto from = product.local();
+    if (beta == Scalar(0)) into = alpha * from;
+    else into = alpha * from + beta * into;
+  }
+}
+
 namespace detail {
 
 /// A ShardedMatrix, owning or a view.
