@@ -219,8 +219,9 @@ constexpr bool aligned_block_cyclic() {
 template <MeshType M, TensorShardingType ShA, TensorShardingType ShB, typename ShC = NaturalOutput,
           detail::MatmulVariant Variant = variant::Standard>
 struct block_cyclic_matmul_plan {
-  /// A's and B's shardings as blocks: what the block plan starts from.
+  /// A's sharding as blocks: what the block plan starts from.
   using block_a = detail::blocks_of_t<ShA>;
+  /// B's sharding as blocks.
   using block_b = detail::blocks_of_t<ShB>;
   /// The plan of the product itself, once redistributed.
   using block_plan = matmul_plan<M, block_a, block_b, detail::blocks_of_t<ShC>, Variant>;

@@ -24,20 +24,37 @@
 
 namespace shardwise::detail {
 
-/// The k blocks of a cyclic SUMMA: k indices in blocks of `block`; A's first k block on column
-/// `a_first` of `columns`, B's on row `b_first` of `rows`.
+/// The k panels of a cyclic SUMMA: k indices in blocks of `block`, starting at global index
+/// `a_start` of A's columns (block-cyclic over `columns`, the first block on `a_first`) and at
+/// `b_start` of B's rows (over `rows`, the first on `b_first`); the two starts sit at the same
+/// place within a block, so that each panel is one block (or a block's part) of both.
 struct cyclic_panels {
   std::int64_t k = 0, block = 1;
   int a_first = 0, b_first = 0, columns = 1, rows = 1;
+  std::int64_t a_start = 0, b_start = 0;
 
-  [[nodiscard]] std::int64_t count() const { return block > 0 ? (k + block - 1) / block : 0; }
-  [[nodiscard]] std::int64_t width(std::int64_t p) const { return std::min(block, k - p * block); }
+  [[nodiscard]] std::int64_t count() const {
+    return k > 0 ? (a_start + k - 1) / block - a_start / block + 1 : 0;
+  }
+  /// Where panel p starts among A's global columns, and its width.
+  [[nodiscard]] std::int64_t begin(std::int64_t p) const { return p == 0 ? a_start : (a_start / block + p) * block; }
+  [[nodiscard]] std::int64_t width(std::int64_t p) const {
+    return std::min((a_start / block + p + 1) * block, a_start + k) - begin(p);
+  }
   /// The grid column that holds A's panel p, and where it starts among that column's local columns.
-  [[nodiscard]] int a_root(std::int64_t p) const { return static_cast<int>((a_first + p) % columns); }
-  [[nodiscard]] std::int64_t a_offset(std::int64_t p) const { return (p / columns) * block; }
+  [[nodiscard]] int a_root(std::int64_t p) const { return static_cast<int>((a_first + begin(p) / block) % columns); }
+  [[nodiscard]] std::int64_t a_offset(std::int64_t p) const {
+    const std::int64_t g = begin(p);
+    return (g / (block * columns)) * block + g % block;
+  }
   /// The grid row that holds B's panel p, and where it starts among that row's local rows.
-  [[nodiscard]] int b_root(std::int64_t p) const { return static_cast<int>((b_first + p) % rows); }
-  [[nodiscard]] std::int64_t b_offset(std::int64_t p) const { return (p / rows) * block; }
+  [[nodiscard]] int b_root(std::int64_t p) const {
+    return static_cast<int>((b_first + (b_start + begin(p) - a_start) / block) % rows);
+  }
+  [[nodiscard]] std::int64_t b_offset(std::int64_t p) const {
+    const std::int64_t g = b_start + begin(p) - a_start;
+    return (g / (block * rows)) * block + g % block;
+  }
 };
 
 /// Bytes and messages the rank at (row, column) of the grid sends in cyclic_summa: the two
