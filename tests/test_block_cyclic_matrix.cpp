@@ -133,30 +133,32 @@ void typed(int context, const Mesh2& mesh, const sc::Grid& g, const std::string&
   namespace sw = shardwise;
   sw::ProcessGroupMesh<Mesh2> groups(MPI_COMM_WORLD, mesh);
   const std::int64_t n = 29, nrhs = 3;
-  using A_t = sw::ShardedMatrix<double, Mesh2, sw::TensorSharding<sw::BlockCyclic<"r", 4>, sw::BlockCyclic<"c", 4>>,
-                                Eigen::ColMajor>;
-  using X_t = sw::ShardedMatrix<double, Mesh2, sw::TensorSharding<sw::BlockCyclic<"r", 4>, sw::BlockCyclic<"c", 2>>,
-                                Eigen::ColMajor>;
   auto a_of = [](std::int64_t i, std::int64_t j) {
     const double v = static_cast<double>((i * 7 + j * 3) % 11) / 11.0;
     return i == j ? v + 40.0 : v;
   };
   auto b_of = [](std::int64_t i, std::int64_t j) { return static_cast<double>((i * 5 + j) % 9) - 4.0; };
-  auto a = A_t::generate(groups, {n, n}, a_of);
-  const auto a0 = A_t::generate(groups, {n, n}, a_of);
-  auto x = X_t::generate(groups, {n, nrhs}, b_of);
-  const auto desc_a = sw::scalapack::descriptor(a, context), desc_x = sw::scalapack::descriptor(x, context);
-  const double* a_memory = a.data();
-  std::vector<int> pivots(static_cast<std::size_t>(a.local_rows() + 4));
   const int order = static_cast<int>(n), columns = static_cast<int>(nrhs), one = 1;
   int info = 0;
+  // ---- begin README block ----
+  using Cyclic4x4 = sw::TensorSharding<sw::BlockCyclic<"r", 4>, sw::BlockCyclic<"c", 4>>;
+  using Cyclic4x2 = sw::TensorSharding<sw::BlockCyclic<"r", 4>, sw::BlockCyclic<"c", 2>>;
+  using A_t = sw::ShardedMatrix<double, Mesh2, Cyclic4x4, Eigen::ColMajor>;  // ScaLAPACK's layout, as a type
+  using X_t = sw::ShardedMatrix<double, Mesh2, Cyclic4x2, Eigen::ColMajor>;
+  auto a = A_t::generate(groups, {n, n}, a_of);          // each rank computes its own blocks
+  const auto a0 = A_t::generate(groups, {n, n}, a_of);   // A, kept for the residual
+  auto x = X_t::generate(groups, {n, nrhs}, b_of);       // B, then X
+  const auto desc_a = sw::scalapack::descriptor(a, context), desc_x = sw::scalapack::descriptor(x, context);
+  std::vector<int> pivots(static_cast<std::size_t>(a.local_rows() + 4));
   pdgesv_(&order, &columns, a.data(), &one, &one, desc_a.data(), pivots.data(), x.data(), &one, &one, desc_x.data(),
-          &info);
-  expect(info == 0 && a.data() == a_memory, grid_text + ": PDGESV in a typed block-cyclic array's memory");
+          &info);                                        // in the typed arrays' own memory
+  const auto ax = sw::matmul(a0, x);                     // A X: SUMMA over the 4-wide k blocks, in place
+  // ---- end README block ----
+  expect(info == 0, grid_text + ": PDGESV in a typed block-cyclic array's memory, INFO = " + std::to_string(info));
   Eigen::MatrixXd b(n, nrhs);
   for (std::int64_t i = 0; i < n; ++i)
     for (std::int64_t j = 0; j < nrhs; ++j) b(i, j) = b_of(i, j);
-  const double residual = (sw::matmul(a0, x).to_global() - b).cwiseAbs().maxCoeff();
+  const double residual = (ax.to_global() - b).cwiseAbs().maxCoeff();
   expect(residual < 1e-12, grid_text + ": typed |A X - B| = " + std::to_string(residual));
 
   // A program's own local array and descriptor (LLD larger than the local rows), typed.

@@ -131,13 +131,17 @@ void run_case(const sc::Grid& g, int context, std::mt19937_64& rng, const std::s
   };
   auto uniform = [&](int lo, int hi) { return lo + static_cast<int>(rng() % static_cast<std::uint64_t>(hi - lo + 1)); };
   const char trans[] = {'N', 'T', 'C', 'n', 't', 'c'};
-  const char ta = trans[rng() % 6], tb = trans[rng() % 6];
+  // One call in three is ScaLAPACK's aligned case, which pgemm may compute in place (SUMMA over
+  // the k blocks): no transposes, A's column blocks B's row blocks, sub(C) laid out as sub(A)'s
+  // rows and sub(B)'s columns.
+  const bool aligned = uniform(0, 2) == 0;
+  const char ta = aligned ? 'N' : trans[rng() % 6], tb = aligned ? 'N' : trans[rng() % 6];
   const int m = uniform(0, 6) == 0 ? uniform(0, 2) : uniform(1, 70);
   const int n = uniform(0, 6) == 0 ? uniform(0, 2) : uniform(1, 70);
   const int k = uniform(0, 8) == 0 ? 0 : uniform(1, 70);
   const bool ta_n = ta == 'N' || ta == 'n', tb_n = tb == 'N' || tb == 'n';
-  const int ia = uniform(1, 6), ja = uniform(1, 6), ib = uniform(1, 6), jb = uniform(1, 6), ic = uniform(1, 6),
-            jc = uniform(1, 6);
+  const int ia = uniform(1, 6), ja = uniform(1, 6), jb = uniform(1, 6);
+  const int ib = aligned ? ja : uniform(1, 6), ic = aligned ? ia : uniform(1, 6), jc = aligned ? jb : uniform(1, 6);
   const int a_rows = ia - 1 + (ta_n ? m : k) + uniform(0, 3), a_cols = ja - 1 + (ta_n ? k : m) + uniform(0, 3);
   const int b_rows = ib - 1 + (tb_n ? k : n) + uniform(0, 3), b_cols = jb - 1 + (tb_n ? n : k) + uniform(0, 3);
   const int c_rows = ic - 1 + m + uniform(0, 3), c_cols = jc - 1 + n + uniform(0, 3);
@@ -146,12 +150,12 @@ void run_case(const sc::Grid& g, int context, std::mt19937_64& rng, const std::s
   const T alpha = uniform(0, 9) == 0 ? T(0) : uniform(0, 4) == 0 ? T(1) : random_scalar<T>(rng);
   const T beta = beta_kind == 0 || beta_kind == 3 ? T(0) : beta_kind == 1 ? T(1) : random_scalar<T>(rng);
   const std::uint64_t seed = rng();
-  const auto a = make_array<T>(g, context, a_rows, a_cols, pick(blocks), pick(blocks), uniform(0, g.rows - 1),
-                               uniform(0, g.cols - 1), uniform(0, 2), seed, false);
-  const auto b = make_array<T>(g, context, b_rows, b_cols, pick(blocks), pick(blocks), uniform(0, g.rows - 1),
-                               uniform(0, g.cols - 1), uniform(0, 2), seed + 1, false);
-  const int mbc = pick(blocks), nbc = pick(blocks), rc = uniform(0, g.rows - 1), cc = uniform(0, g.cols - 1),
-            pc = uniform(0, 2);
+  const int mba = pick(blocks), nba = pick(blocks), ra = uniform(0, g.rows - 1), ca = uniform(0, g.cols - 1);
+  const int mbb = aligned ? nba : pick(blocks), nbb = pick(blocks), rb = uniform(0, g.rows - 1), cb = uniform(0, g.cols - 1);
+  const auto a = make_array<T>(g, context, a_rows, a_cols, mba, nba, ra, ca, uniform(0, 2), seed, false);
+  const auto b = make_array<T>(g, context, b_rows, b_cols, mbb, nbb, rb, cb, uniform(0, 2), seed + 1, false);
+  const int mbc = aligned ? mba : pick(blocks), nbc = aligned ? nbb : pick(blocks);
+  const int rc = aligned ? ra : uniform(0, g.rows - 1), cc = aligned ? cb : uniform(0, g.cols - 1), pc = uniform(0, 2);
   auto c_ref = make_array<T>(g, context, c_rows, c_cols, mbc, nbc, rc, cc, pc, seed + 2, beta_kind == 0);
   auto c_sw = c_ref;
   if (std::getenv("PGEMM_TEST_TRACE") != nullptr)
@@ -271,9 +275,14 @@ int main(int argc, char** argv) {
   }
   const sc::PgemmStats stats = sc::pgemm_stats();
   if (world == 0)
-    std::printf("%d ranks: %d cases against ScaLAPACK, %d differ; %lld planned, %lld without a product, %lld not covered\n",
+    std::printf("%d ranks: %d cases against ScaLAPACK, %d differ; %lld planned (%lld in place: SUMMA over the k "
+                "blocks), %lld without a product, %lld not covered\n",
                 size, total, failures.count, static_cast<long long>(stats.planned),
-                static_cast<long long>(stats.without_product), static_cast<long long>(stats.not_covered));
+                static_cast<long long>(stats.in_place), static_cast<long long>(stats.without_product),
+                static_cast<long long>(stats.not_covered));
+  // The in-place SUMMA must have run (and been checked) on a grid of several ranks.
+  const bool in_place_ran = size == 1 || stats.in_place > 0;
+  if (!in_place_ran && world == 0) std::printf("FAIL: no call ran in place\n");
   MPI_Finalize();
-  return failures.count == 0 && fallbacks == 0 && stats.not_covered == (size > 1 ? 6 : 5) ? 0 : 1;
+  return failures.count == 0 && fallbacks == 0 && in_place_ran && stats.not_covered == (size > 1 ? 6 : 5) ? 0 : 1;
 }

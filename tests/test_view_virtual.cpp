@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <stdexcept>
 #include <vector>
@@ -186,6 +187,48 @@ TEST(ViewVirtual, MatmulIntoAView) {
           good = good && (j < n ? std::abs(got - want(a.row_offset() + i, j)) < 1e-12 : got == -7.0);
         }
     }
+    ok[static_cast<std::size_t>(rank)] = good;
+  });
+  for (int v : ok) EXPECT_TRUE(v);
+}
+
+// gemm(alpha, A, B, beta, C) into a view C of the caller's memory, contiguous and padded:
+// alpha A B + beta C in the caller's buffer, beta = 0 over a C of NaN (not read), the padding
+// left as it was.
+TEST(ViewVirtual, GemmIntoAView) {
+  using Line = sw::Mesh<sw::Axis<"x", sw::dynamic_extent>>;
+  using A_t = sw::ShardedMatrix<double, Line, TS<S<"x">, R>, Eigen::ColMajor>;
+  using B_t = sw::ShardedMatrix<double, Line, TS<R, R>>;
+  using C_t = sw::ShardedMatrix<double, Line, TS<S<"x">, R>, Eigen::RowMajor>;
+  const std::int64_t m = 11, k = 6, n = 4;
+  const auto a_global = random_matrix<double>(m, k, 15), b_global = random_matrix<double>(k, n, 16);
+  const auto c_global = random_matrix<double>(m, n, 17);
+  std::vector<int> ok(3, 0);
+  sw::run_virtual_cluster(3, [&](sw::VirtualCommunicator& comm) {
+    const int rank = comm.rank();
+    sw::ProcessGroupMesh<Line> groups(std::move(comm), Line{3});
+    const auto a = A_t::distribute(groups, a_global);
+    const auto b = B_t::distribute(groups, b_global);
+    const std::int64_t rows = a.local_rows();
+    bool good = true;
+    for (const std::int64_t ldc : {n, n + 3})
+      for (const double beta : {0.0, -0.5}) {
+        std::vector<double> c_local(static_cast<std::size_t>(rows * ldc), -7.0);
+        for (std::int64_t i = 0; i < rows; ++i)
+          for (std::int64_t j = 0; j < n; ++j)
+            c_local[static_cast<std::size_t>(i * ldc + j)] =
+                beta == 0.0 ? std::numeric_limits<double>::quiet_NaN() : c_global(a.row_offset() + i, j);
+        sw::gemm(2.0, a, b, beta, sw::view<C_t>(groups, {m, n}, c_local.data(), {ldc, 1}));
+        for (std::int64_t i = 0; i < rows; ++i)
+          for (std::int64_t j = 0; j < ldc; ++j) {
+            const double got = c_local[static_cast<std::size_t>(i * ldc + j)];
+            const std::int64_t gi = a.row_offset() + i;
+            const double want =
+                j < n ? 2.0 * (a_global.row(gi) * b_global.col(j)).value() + (beta == 0.0 ? 0.0 : beta * c_global(gi, j))
+                      : -7.0;
+            good = good && (j < n ? std::abs(got - want) < 1e-12 : got == -7.0);
+          }
+      }
     ok[static_cast<std::size_t>(rank)] = good;
   });
   for (int v : ok) EXPECT_TRUE(v);

@@ -20,6 +20,7 @@
 #include <type_traits>
 
 #include "shardwise/detail/separate_compilation.hpp"
+#include "shardwise/kernels/cyclic_summa.hpp"
 #include "shardwise/kernels/executor.hpp"
 #include "shardwise/kernels/redistribute.hpp"
 #include "shardwise/plan/matmul_plan.hpp"
@@ -181,29 +182,73 @@ constexpr placement placement_of() {
 
 }  // namespace detail
 
+namespace detail {
+
+/// Whether A[ShA] B[ShB] -> C[ShC] is ScaLAPACK's aligned case, which SUMMA over the k blocks
+/// computes where the operands lie: A = [r cyclic MB, c cyclic KB], B = [r cyclic KB, c cyclic
+/// NB], C = [r cyclic MB (A's first row block), c cyclic NB (B's first column block)].
+template <typename ShA, typename ShB, typename ShC>
+constexpr bool aligned_block_cyclic() {
+  if constexpr (!has_block_cyclic_v<ShA> || !has_block_cyclic_v<ShB> || !is_tensor_sharding_v<ShC>) {
+    return false;
+  } else if constexpr (ShA::rank != 2 || ShB::rank != 2 || ShC::rank != 2 || ShC::is_partial) {
+    return false;
+  } else {
+    const bool cyclic = ShA::dim_cycle[0] > 0 && ShA::dim_cycle[1] > 0 && ShB::dim_cycle[0] > 0 &&
+                        ShB::dim_cycle[1] > 0 && ShC::dim_cycle[0] > 0 && ShC::dim_cycle[1] > 0;
+    return cyclic && ShA::dim_axes[0] == ShB::dim_axes[0] && ShA::dim_axes[1] == ShB::dim_axes[1] &&
+           !(ShA::dim_axes[0] == ShA::dim_axes[1]) && ShA::dim_cycle[1] == ShB::dim_cycle[0] &&
+           ShC::dim_axes[0] == ShA::dim_axes[0] && ShC::dim_cycle[0] == ShA::dim_cycle[0] &&
+           ShC::dim_first[0] == ShA::dim_first[0] && ShC::dim_axes[1] == ShB::dim_axes[1] &&
+           ShC::dim_cycle[1] == ShB::dim_cycle[1] && ShC::dim_first[1] == ShB::dim_first[1];
+  }
+}
+
+}  // namespace detail
+
 /// C = A * B for block-cyclic operands (ScaLAPACK's layout, BlockCyclic<axis, NB>), as planned
-/// steps: A and B are redistributed to the blocks over the same axes (kernels/redistribute.hpp),
-/// the block plan of matmul_plan runs (any variant: SUMMA, ring, 2.5D), and C is redistributed to
-/// the requested sharding, or to the natural one: the block plan's, block-cyclic again where it
-/// keeps A's row axis or B's column axis. The bytes of every step are in traffic().
+/// steps. Two ways, each with its bytes in traffic():
+///   - in place, in ScaLAPACK's aligned case (see detail::aligned_block_cyclic; the standard
+///     variant): SUMMA over the k blocks, PDGEMM's algorithm (kernels/cyclic_summa.hpp);
+///   - redistributed: A and B to the blocks over the same axes (kernels/redistribute.hpp), the
+///     block plan of matmul_plan (any variant: SUMMA, ring, 2.5D), C to the requested sharding,
+///     or to the natural one: the block plan's, block-cyclic again where it keeps A's row axis
+///     or B's column axis.
+/// Where both apply, each call takes the one whose modeled bytes are fewer for its shape (on the
+/// first and the last rank: the same choice on every rank).
 template <MeshType M, TensorShardingType ShA, TensorShardingType ShB, typename ShC = NaturalOutput,
           detail::MatmulVariant Variant = variant::Standard>
 struct block_cyclic_matmul_plan {
-  /// A's and B's shardings as blocks: what the block plan starts from.
+  /// A's sharding as blocks: what the block plan starts from.
   using block_a = detail::blocks_of_t<ShA>;
+  /// B's sharding as blocks.
   using block_b = detail::blocks_of_t<ShB>;
-  /// The plan of the product itself.
+  /// The plan of the product itself, once redistributed.
   using block_plan = matmul_plan<M, block_a, block_b, detail::blocks_of_t<ShC>, Variant>;
   /// C's sharding.
   using output_sharding =
       std::conditional_t<std::is_same_v<ShC, NaturalOutput>,
                          typename detail::cyclic_natural_output<typename block_plan::output_sharding, ShA, ShB>::type,
                          ShC>;
+  /// Whether SUMMA over the k blocks can run in place (see above).
+  static constexpr bool has_in_place = std::is_same_v<Variant, variant::Standard> &&
+                                       detail::aligned_block_cyclic<ShA, ShB, output_sharding>();
 
-  /// Bytes and messages the rank at `coordinate` sends: the redistributions of A, B and C and
-  /// the block plan's steps.
-  static Traffic traffic(const M& mesh, const typename M::coordinate_type& coordinate, MatmulShape shape,
-                         std::int64_t scalar_bytes) {
+  /// The k panels of the in-place SUMMA on `mesh` for `shape`.
+  static detail::cyclic_panels panels(const M& mesh, MatmulShape shape) {
+    if constexpr (has_in_place) {
+      constexpr detail::axis_list rows = detail::resolve_names<M>(ShA::dim_axes[0]);
+      constexpr detail::axis_list columns = detail::resolve_names<M>(ShA::dim_axes[1]);
+      return {shape.k, ShA::dim_cycle[1], ShA::dim_first[1], ShB::dim_first[0],
+              mesh.extent(static_cast<std::size_t>(columns[0])), mesh.extent(static_cast<std::size_t>(rows[0]))};
+    } else {
+      return {};
+    }
+  }
+
+  /// Bytes and messages the rank at `coordinate` sends in the redistributed way.
+  static Traffic redistributed_traffic(const M& mesh, const typename M::coordinate_type& coordinate, MatmulShape shape,
+                                       std::int64_t scalar_bytes) {
     const detail::block_geometry geo(mesh, coordinate);
     Traffic t = block_plan::traffic(mesh, coordinate, shape, scalar_bytes);
     if constexpr (!std::is_same_v<ShA, block_a>)
@@ -218,10 +263,48 @@ struct block_cyclic_matmul_plan {
                                           scalar_bytes);
     return t;
   }
+  /// Bytes and messages the rank at `coordinate` sends in the in-place SUMMA (none without one).
+  static Traffic in_place_traffic(const M& mesh, const typename M::coordinate_type& coordinate, MatmulShape shape,
+                                  std::int64_t scalar_bytes) {
+    if constexpr (has_in_place) {
+      const detail::block_geometry geo(mesh, coordinate);
+      const detail::placement c = detail::placement_of<M, output_sharding>();
+      const detail::cyclic_panels p = panels(mesh, shape);
+      return detail::cyclic_summa_traffic(p, geo.group_rank(c.axes.dim(0)), geo.group_rank(c.axes.dim(1)),
+                                          detail::held_extent(shape.m, c.axes.dim(0), c.cycles, 0, geo),
+                                          detail::held_extent(shape.n, c.axes.dim(1), c.cycles, 1, geo), scalar_bytes);
+    } else {
+      return {};
+    }
+  }
+  /// Whether a product of `shape` runs in place (the same answer on every rank).
+  static bool uses_in_place(const M& mesh, MatmulShape shape, std::int64_t scalar_bytes) {
+    if constexpr (!has_in_place) {
+      return false;
+    } else {
+      std::int64_t in_place = 0, redistributed = 0;
+      for (const int rank : {0, mesh.size() - 1}) {
+        const auto at = mesh.unravel(rank);
+        in_place = std::max(in_place, in_place_traffic(mesh, at, shape, scalar_bytes).bytes);
+        redistributed = std::max(redistributed, redistributed_traffic(mesh, at, shape, scalar_bytes).bytes);
+      }
+      return in_place <= redistributed;
+    }
+  }
+  /// Bytes and messages the rank at `coordinate` sends: the way the call takes.
+  static Traffic traffic(const M& mesh, const typename M::coordinate_type& coordinate, MatmulShape shape,
+                         std::int64_t scalar_bytes) {
+    if (uses_in_place(mesh, shape, scalar_bytes)) return in_place_traffic(mesh, coordinate, shape, scalar_bytes);
+    return redistributed_traffic(mesh, coordinate, shape, scalar_bytes);
+  }
 
-  /// "Redistribute A to [x, y]; <the block plan>; redistribute C to [x cyclic 2, y cyclic 2]".
+  /// "SUMMA over the k blocks in place ..., or: Redistribute A ...; <the block plan>; ...".
   static std::string describe() {
     std::string text;
+    if constexpr (has_in_place)
+      text = "SUMMA over the k blocks of " + std::to_string(ShA::dim_cycle[1]) +
+             " in place (A's panels broadcast along the grid's rows, B's along its columns), or where it sends "
+             "fewer bytes: ";
     if constexpr (!std::is_same_v<ShA, block_a>) text += "Redistribute A " + ShA::to_string() + " to " + block_a::to_string() + "; ";
     if constexpr (!std::is_same_v<ShB, block_b>) text += "Redistribute B " + ShB::to_string() + " to " + block_b::to_string() + "; ";
     text += block_plan::describe();
@@ -243,12 +326,37 @@ decltype(auto) as_block_operand(const X& x) {
 /// matmul's path for block-cyclic operands (block_cyclic_matmul_plan).
 template <typename ShC, typename Variant, typename A, typename B>
 auto block_cyclic_matmul(const A& a, const B& b) {
-  using Plan = block_cyclic_matmul_plan<typename A::mesh_type, typename A::sharding, typename B::sharding, ShC, Variant>;
+  using M = typename A::mesh_type;
+  using Scalar = typename A::scalar_type;
+  using Plan = block_cyclic_matmul_plan<M, typename A::sharding, typename B::sharding, ShC, Variant>;
+  using Result = ShardedMatrix<Scalar, M, typename Plan::output_sharding, Eigen::ColMajor>;
+  if constexpr (Plan::has_in_place) {
+    check_operands<A, B, Result>("shardwise::matmul", a, b, nullptr);
+    const MatmulShape shape{.m = a.rows(), .k = a.cols(), .n = b.cols()};
+    if (Plan::uses_in_place(a.groups().mesh(), shape, static_cast<std::int64_t>(sizeof(Scalar)))) {
+      static_assert(A::storage_order == Eigen::ColMajor && B::storage_order == Eigen::ColMajor,
+                    "shardwise::matmul: block-cyclic operands are column-major, as ScaLAPACK's local arrays; declare "
+                    "them with Eigen::ColMajor");
+      Result c(a.groups(), a.rows(), b.cols(), uninitialized);
+      auto& buffers = redistribution_buffers<Scalar>();
+      constexpr placement cp = placement_of<M, typename Plan::output_sharding>();
+      cyclic_summa<Scalar>(a.groups().state("shardwise::matmul"), cp.axes.dim(0), cp.axes.dim(1),
+                           Plan::panels(a.groups().mesh(), shape), a.data(), std::max<std::int64_t>(1, a.stride(1)),
+                           b.data(), std::max<std::int64_t>(1, b.stride(1)), c.data(), c.local_rows(), c.local_rows(),
+                           c.local_cols(), buffers.send, buffers.receive);
+      return c;
+    }
+  }
   const auto& ab = as_block_operand<typename Plan::block_a>(a);
   const auto& bb = as_block_operand<typename Plan::block_b>(b);
   auto c = matmul<blocks_of_t<ShC>>(ab, bb, Variant{});
-  if constexpr (std::is_same_v<typename Plan::output_sharding, typename decltype(c)::sharding>) return c;
-  else return reshard<typename Plan::output_sharding>(c);
+  if constexpr (std::is_same_v<typename Plan::output_sharding, typename decltype(c)::sharding>) {
+    return c;
+  } else {
+    auto result = reshard<typename Plan::output_sharding, Eigen::ColMajor>(c);
+    static_assert(std::is_same_v<decltype(result), Result>);
+    return result;
+  }
 }
 
 }  // namespace detail
@@ -363,6 +471,35 @@ void gemm(std::type_identity_t<Scalar> alpha, const ShardedMatrix<Scalar, M, ShA
     ShardedMatrix<Scalar, M, ShC, OC> product(c.groups(), c.rows(), c.cols(), detail::uninitialized);
     detail::run_matmul<Plan>(product, a, b);
     detail::scale_add_into(c.local().data(), product.local().data(), product.local().size(), alpha, beta);
+  }
+}
+
+/// The same into a writable view C of the caller's memory (taken by value, as a view is a
+/// handle; shardwise/view.hpp), as ScaLAPACK's users hold C: straight into that memory when C's
+/// block is contiguous in its storage order and not A's or B's, otherwise through an owning
+/// product combined into C's strides element by element (beta = 0 never reads C).
+template <typename Scalar, MeshType M, typename ShA, int OA, typename WA, typename ShB, int OB, typename WB,
+          typename ShC, int OC, detail::MatmulVariant Variant = variant::Standard>
+void gemm(std::type_identity_t<Scalar> alpha, const ShardedMatrix<Scalar, M, ShA, OA, WA>& a,
+          const ShardedMatrix<Scalar, M, ShB, OB, WB>& b, std::type_identity_t<Scalar> beta,
+          ShardedMatrix<Scalar, M, ShC, OC, View> c, Variant = {}) {
+  using Plan = matmul_plan<M, ShA, ShB, ShC, Variant>;
+  if constexpr (Plan::compiles) {
+    detail::check_operands("shardwise::gemm", a, b, &c);
+    const std::int64_t inner = OC == Eigen::RowMajor ? c.stride(1) : c.stride(0);
+    const std::int64_t outer = OC == Eigen::RowMajor ? c.stride(0) : c.stride(1);
+    const std::int64_t inner_extent = OC == Eigen::RowMajor ? c.local_cols() : c.local_rows();
+    const std::int64_t outer_extent = OC == Eigen::RowMajor ? c.local_rows() : c.local_cols();
+    const bool contiguous = c.local_rows() * c.local_cols() == 0 ||
+                            ((inner == 1 || inner_extent == 1) && (outer == inner_extent || outer_extent == 1));
+    const bool aliased = c.data() == a.data() || c.data() == b.data();
+    if (contiguous && !aliased) return detail::run_matmul_into<Plan, OC>(c.data(), a, b, alpha, beta);
+    ShardedMatrix<Scalar, M, ShC, OC> product(c.groups(), c.rows(), c.cols(), detail::uninitialized);
+    detail::run_matmul<Plan>(product, a, b);
+    auto into = c.local();
+    const auto from = product.local();
+    if (beta == Scalar(0)) into = alpha * from;
+    else into = alpha * from + beta * into;
   }
 }
 

@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "shardwise/comm/mpi.hpp"
+#include "shardwise/kernels/cyclic_summa.hpp"
 #include "shardwise/kernels/executor.hpp"
 #include "shardwise/plan/program.hpp"
 #include "shardwise/plan/sharding_planner.hpp"
@@ -96,6 +97,7 @@ struct PgemmStats {
   std::int64_t planned = 0;           ///< Calls that ran a plan.
   std::int64_t without_product = 0;   ///< Calls answered without a product (M or N = 0, alpha = 0, K = 0).
   std::int64_t not_covered = 0;       ///< Calls refused (see PgemmOutcome::reason).
+  std::int64_t in_place = 0;          ///< Calls computed in place: SUMMA over the k blocks, no redistribution.
   std::int64_t redistributed_bytes = 0;  ///< Bytes this rank sent to redistribute A, B and C.
   std::int64_t plan_bytes = 0;        ///< Bytes this rank sent in the plans (the cost model's figure).
 };
@@ -394,6 +396,48 @@ void scale_local(const BlockCyclicOperand<Scalar*>& c, const Grid& grid, std::in
                 });
 }
 
+/// Elements this rank sends to others when op(sub(X)) goes to the ranks' rectangles `to`
+/// (block_cyclic_to_blocks' exchange), or when the rectangles `from` of a product go back to
+/// sub(C)'s owners (blocks_to_block_cyclic's): the model of the redistribution's bytes.
+template <typename Pointer>
+std::int64_t sent_to_rectangles(const BlockCyclicOperand<Pointer>& x, const Grid& grid, const std::vector<Rect>& to) {
+  const int ranks = grid.rows * grid.cols, me = grid.row * grid.cols + grid.col;
+  std::int64_t total = 0;
+  for (int d = 0; d < ranks; ++d)
+    if (d != me) total += held_count(x.rows, x.cols, grid.row, grid.col, x.source(to[static_cast<std::size_t>(d)]));
+  return total;
+}
+template <typename Pointer>
+std::int64_t sent_from_rectangles(const BlockCyclicOperand<Pointer>& c, const Grid& grid, const std::vector<Rect>& from) {
+  const int ranks = grid.rows * grid.cols, me = grid.row * grid.cols + grid.col;
+  const Rect mine = c.source(from[static_cast<std::size_t>(me)]);
+  std::int64_t total = 0;
+  for (int d = 0; d < ranks; ++d)
+    if (d != me) total += held_count(c.rows, c.cols, d / grid.cols, d % grid.cols, mine);
+  return total;
+}
+
+/// Whether sub(C) = op(sub(A)) op(sub(B)) is ScaLAPACK's aligned case, which SUMMA over the k
+/// blocks computes in the operands' own arrays: no transposes, A's column blocks the size of
+/// B's row blocks with sub(A) and sub(B) starting at the same place within a block, and sub(C)
+/// distributed as sub(A)'s rows and sub(B)'s columns.
+inline bool aligned(int opa, int opb, const Descriptor& da, int ia, int ja, const Descriptor& db, int ib, int jb,
+                    const Descriptor& dc, int ic, int jc) {
+  return opa == 0 && opb == 0 && da.nb > 0 && da.nb == db.mb && (ja - 1) % da.nb == (ib - 1) % db.mb && ia == ic &&
+         da.mb == dc.mb && da.rsrc == dc.rsrc && jb == jc && db.nb == dc.nb && db.csrc == dc.csrc;
+}
+
+/// This rank's run of local indices of [first, first + count) in dimension d: (start, length).
+inline std::pair<std::int64_t, std::int64_t> local_run(const BlockCyclicDim& d, int p, std::int64_t first,
+                                                       std::int64_t count) {
+  std::int64_t start = 0, length = 0;
+  for (const IndexRun& r : owned_runs(d, p, first, count)) {
+    if (length == 0) start = r.local;
+    length += r.length;
+  }
+  return {start, length};
+}
+
 /// Why an argument is out of ScaLAPACK's rules on this rank (empty: none).
 inline std::string check_operand(const char* name, const Descriptor& d, const Grid& g, int i, int j,
                                  std::int64_t rows, std::int64_t cols) {
@@ -443,9 +487,11 @@ PgemmOutcome pgemm(char transa, char transb, int m, int n, int k, Scalar alpha, 
   if (problem.empty()) problem = check_operand("B", db, grid, ib, jb, opb == 0 ? k : n, opb == 0 ? n : k);
 
   // Every rank's verdict and arguments, compared in one all-reduce (minimum of x and of -x).
-  const std::array<std::int64_t, 13> mine{problem.empty() ? 0 : 1, m, n, k, opa, opb, ia, ja, ib, jb, ic, jc,
-                                          static_cast<std::int64_t>(sizeof(Scalar))};
-  std::array<std::int64_t, 26> both{};
+  // Part of what the ranks agree on: the descriptors' blocks and first processes decide it.
+  const bool in_place_possible = aligned(opa, opb, da, ia, ja, db, ib, jb, dc, ic, jc);
+  const std::array<std::int64_t, 14> mine{problem.empty() ? 0 : 1, m, n, k, opa, opb, ia, ja, ib, jb, ic, jc,
+                                          static_cast<std::int64_t>(sizeof(Scalar)), in_place_possible ? 1 : 0};
+  std::array<std::int64_t, 28> both{};
   for (std::size_t i = 0; i < mine.size(); ++i) both[i] = mine[i], both[i + mine.size()] = -mine[i];
   MPI_Allreduce(MPI_IN_PLACE, both.data(), static_cast<int>(both.size()), MPI_INT64_T, MPI_MIN, grid.comm);
   bool differ = false;
@@ -484,16 +530,56 @@ PgemmOutcome pgemm(char transa, char transb, int m, int n, int k, Scalar alpha, 
   const std::vector<Rect> rect_a = rectangles(choice.plan.start[Operand::A], m, k, plan->cube);
   const std::vector<Rect> rect_b = rectangles(choice.plan.start[Operand::B], k, n, plan->cube);
   const std::vector<Rect> rect_c = rectangles(choice.c, m, n, plan->cube);
-
-  auto& w = workspace<Scalar>();
   const BlockCyclicOperand<const Scalar*> sub_a{a, da.lld, ia - 1, ja - 1, da.row_dim(grid), da.col_dim(grid), opa};
   const BlockCyclicOperand<const Scalar*> sub_b{b, db.lld, ib - 1, jb - 1, db.row_dim(grid), db.col_dim(grid), opb};
+  const shardwise::detail::operand_extents global = shardwise::detail::matmul_extents({.m = m, .k = k, .n = n});
+  const auto scalar_bytes = static_cast<std::int64_t>(sizeof(Scalar));
+
+  // The two ways, by their modeled bytes on the busiest rank (one all-reduce): SUMMA over the
+  // k blocks in place, PDGEMM's algorithm, where the operands are aligned; else (or where that
+  // sends more) the redistribution into the planner's plan and back.
+  if (in_place_possible) {
+    const shardwise::detail::cyclic_panels panels{k, da.nb, da.csrc, db.rsrc, grid.cols, grid.rows, ja - 1, ib - 1};
+    const auto [row0, rows] = local_run(da.row_dim(grid), grid.row, ia - 1, m);
+    const auto [col0, cols] = local_run(db.col_dim(grid), grid.col, jb - 1, n);
+    const Cube grid_cube{grid.rows, grid.cols, 1};
+    ProcessGroupMesh<Cube>& grid_groups = groups_for(grid.comm, grid_cube);
+    const Traffic in_place =
+        shardwise::detail::cyclic_summa_traffic(panels, grid.row, grid.col, rows, cols, scalar_bytes);
+    const std::int64_t redistributed =
+        scalar_bytes * (sent_to_rectangles(sub_a, grid, rect_a) + sent_to_rectangles(sub_b, grid, rect_b) +
+                        sent_from_rectangles(sub_c, grid, rect_c)) +
+        shardwise::detail::schedule_traffic(choice.plan.steps, choice.plan.start, global,
+                                            groups_for(grid.comm, plan->cube).geometry(), scalar_bytes,
+                                            choice.panel_width)
+            .bytes;
+    std::int64_t busiest[2] = {in_place.bytes, redistributed};
+    MPI_Allreduce(MPI_IN_PLACE, busiest, 2, MPI_INT64_T, MPI_MAX, grid.comm);
+    if (busiest[0] <= busiest[1]) {
+      auto& w = workspace<Scalar>();
+      w.c.resize(static_cast<std::size_t>(std::max<std::int64_t>(1, rows * cols)));
+      shardwise::detail::cyclic_summa<Scalar>(grid_groups.state(), {0}, {1}, panels, a + row0, da.lld,
+                                              b + col0 * db.lld, db.lld, w.c.data(), rows, rows, cols, w.a, w.b);
+      const bool read_c = beta != Scalar(0);
+      for (std::int64_t j = 0; j < cols; ++j)
+        for (std::int64_t i = 0; i < rows; ++i) {
+          Scalar& into = c[(col0 + j) * dc.lld + row0 + i];
+          const Scalar v = alpha * w.c[static_cast<std::size_t>(i + j * rows)];
+          into = read_c ? v + beta * into : v;
+        }
+      stats().plan_bytes += in_place.bytes;
+      ++stats().in_place;
+      ++stats().planned;
+      return {};
+    }
+  }
+
+  auto& w = workspace<Scalar>();
   block_cyclic_to_blocks(sub_a, grid, rect_a, w.a, w);
   block_cyclic_to_blocks(sub_b, grid, rect_b, w.b, w);
   const Rect out = rect_c[static_cast<std::size_t>(grid.row * grid.cols + grid.col)];
   w.c.resize(static_cast<std::size_t>(std::max<std::int64_t>(out.rows * out.cols, 1)));
   ProcessGroupMesh<Cube>& groups = groups_for(grid.comm, plan->cube);
-  const shardwise::detail::operand_extents global = shardwise::detail::matmul_extents({.m = m, .k = k, .n = n});
   shardwise::detail::executor<Scalar, true>(plan->program, groups.state(), global, {w.a.data(), w.b.data(), nullptr, w.c.data()})
       .run();
   stats().plan_bytes += shardwise::detail::schedule_traffic(choice.plan.steps, choice.plan.start, global,
