@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+"""benchmarks/simulated.md from the cells of `benchmarks/simulate table`.
+
+    simulate_report.py CELLS_DIR OUTPUT
+
+CELLS_DIR holds one file per cell, PLATFORM-P-SHAPE-PLAN.md: the simulation driver's line (or
+FAILED ...) and a comment with the wall time, the simulator's peak private memory and the load.
+The report has, per platform, a summary (per P and shape: simulated seconds and % of peak of the
+planner's best plan, 2-D SUMMA, 2.5D and PDGEMM at its best NB; the best plan's bytes over the
+lower bound), the goals of issue 25 as far as the cells allow, every cell's full line, and the
+cells not run with the commands that fill them.
+"""
+import os
+import re
+import sys
+
+PLATFORMS = [("fat_tree", "Fat tree (`benchmarks/fat_tree_cluster.xml`: InfiniBand HDR, 25 GB/s per port)"),
+             ("torus", "3-D torus (`benchmarks/torus_cluster.xml`: Tofu D links, 6.8 GB/s)")]
+PROCS = [64, 127, 256, 512, 1024, 4096]
+SHAPES = [("square", "square 32768³"), ("tall", "tall-skinny 2²¹ x 2¹² x 2¹²"),
+          ("large_k", "large-k 2¹² x 2²¹ x 2¹²"), ("flat", "flat 2¹⁷ x 2¹¹ x 2¹⁷")]
+PLANS = ["best", "summa", "25d", "pdgemm64", "pdgemm128", "pdgemm256"]
+COLUMNS = ["P", "m", "k", "n", "plan", "mesh", "shardings", "seconds", "gflops", "peak", "sent", "model", "equal",
+           "bound", "over_bound", "C"]
+
+
+def read_cells(directory):
+    cells = {}
+    if not os.path.isdir(directory):
+        return cells
+    for name in os.listdir(directory):
+        match = re.fullmatch(r"(\w+?)-(\d+)-(\w+)-(\w+)\.md", name)
+        if not match:
+            continue
+        platform, p, shape, plan = match.group(1), int(match.group(2)), match.group(3), match.group(4)
+        with open(os.path.join(directory, name), encoding="utf-8") as f:
+            lines = f.read().splitlines()
+        cell = {"line": lines[0] if lines else "", "note": ""}
+        for line in lines[1:]:
+            found = re.match(r"<!-- wall (\d+) s; peak private memory of the simulator (\d+) MiB", line)
+            if found:
+                cell["wall"], cell["memory"] = int(found.group(1)), int(found.group(2))
+        if cell["line"].startswith("| "):
+            fields = [x.strip() for x in cell["line"].strip().strip("|").split("|")]
+            cell.update(dict(zip(COLUMNS, fields)))
+            cell["ok"] = cell.get("seconds", "") not in ("", "-")
+        else:
+            cell["ok"] = False
+            cell["failed"] = cell["line"]
+        cells[(platform, p, shape, plan)] = cell
+    return cells
+
+
+def number(text):
+    try:
+        return float(text.split()[0])
+    except (ValueError, IndexError, AttributeError):
+        return None
+
+
+def best_pdgemm(cells, platform, p, shape):
+    """The PDGEMM cell with the shortest time over the NBs run, and which NBs ran."""
+    runs = [(number(cells[(platform, p, shape, plan)]["seconds"]), plan) for plan in PLANS[3:]
+            if (platform, p, shape, plan) in cells and cells[(platform, p, shape, plan)]["ok"]]
+    if not runs:
+        return None, []
+    seconds, plan = min(runs)
+    return cells[(platform, p, shape, plan)], [r[1][6:] for r in runs]
+
+
+def summary_entry(cell):
+    if cell is None:
+        return "not run"
+    if not cell["ok"]:
+        if "P is no q x q x c" in cell["line"]:
+            return "none (P is no q² c)"
+        if "fits" in cell["line"]:
+            return "none fits 4 GiB"
+        return "failed"
+    return f"{number(cell['seconds']):.3f} s, {cell['peak']} %"
+
+
+def main():
+    directory, output = sys.argv[1], sys.argv[2]
+    cells = read_cells(directory)
+    out = []
+    emit = out.append
+    emit("<!-- Written by benchmarks/simulate_report.py from benchmarks/results/simulated/ "
+         "(benchmarks/simulate table); do not edit. -->")
+    emit("# Simulated time of the matmul plans: the table of issue 25")
+    emit("")
+    emit("Every cell is one simulation (`benchmarks/simulate cell PLATFORM P SHAPE PLAN`), folded and not "
+         "computed, fp64, at most 4 GiB per rank. Shapes of 2⁴⁵ multiply-adds each (those of n = 32768). "
+         "Seconds are simulated, of the slowest rank; % of peak is 2mnk per simulated second over P hosts at "
+         "37.5 GFLOP/s (idle ranks count). Best: the planner's cheapest plan over every mesh of P ranks, or of "
+         "down to 3/4 of them (the others idle); SUMMA: 2-D SUMMA on the squarest grid; 2.5D: q x q x c with "
+         "its best c; PDGEMM: ScaLAPACK's, the squarest grid, the best of the NBs in brackets. "
+         "bytes/bound: the best plan's busiest rank's modeled bytes (equal to what every rank counted "
+         "sending) over the memory-independent lower bound on P ranks (SPAA 2022, rectangular).")
+    emit("")
+    missing = []
+    for platform, title in PLATFORMS:
+        emit(f"## {title}")
+        emit("")
+        emit("| P | shape | best | best's mesh | 2-D SUMMA | 2.5D | PDGEMM (NB) | best bytes / bound | PDGEMM s / best s |")
+        emit("|---:|---|---|---|---|---|---|---:|---:|")
+        for p in PROCS:
+            for shape, shape_title in SHAPES:
+                keys = [(platform, p, shape, plan) for plan in PLANS]
+                for key in keys:
+                    if key not in cells or not cells[key]["ok"] and "no plan of this kind" not in cells[key]["line"]:
+                        missing.append(key)
+                if all(key not in cells for key in keys):
+                    continue
+                best = cells.get(keys[0])
+                pd, nbs = best_pdgemm(cells, platform, p, shape)
+                pd_text = "not run"
+                if pd is not None:
+                    nb = pd["plan"].split(":")[1]
+                    tried = "/".join(nbs)
+                    pd_text = f"{number(pd['seconds']):.3f} s, {pd['peak']} % ({nb} of {tried})"
+                elif any(k in cells for k in keys[3:]):
+                    pd_text = "failed"
+                ratio = "–"
+                if best is not None and best["ok"] and pd is not None:
+                    ratio = f"{number(pd['seconds']) / number(best['seconds']):.2f}"
+                bound = best["over_bound"] if best is not None and best["ok"] else "–"
+                mesh = best["mesh"] if best is not None and best["ok"] else "–"
+                twofive_text = summary_entry(cells.get(keys[2]))
+                emit(f"| {p} | {shape_title} | {summary_entry(best)} | {mesh} | {summary_entry(cells.get(keys[1]))} | "
+                     f"{twofive_text} | {pd_text} | {bound} | {ratio} |")
+        emit("")
+
+    emit("## The goals, as far as the cells run tell")
+    emit("")
+    over = [(k, cells[k]) for k in cells if k[3] == "best" and cells[k]["ok"]]
+    worst = max(over, key=lambda kc: number(kc[1]["over_bound"]), default=None)
+    if worst:
+        above = [f"{k[0]} P = {k[1]} {k[2]} ({c['over_bound']})" for k, c in over if number(c["over_bound"]) > 1.1]
+        emit(f"- Best plan <= 1.1 x the lower bound for every P and shape: over the {len(over)} cells run, the "
+             f"largest is {worst[1]['over_bound']} ({worst[0][0]}, P = {worst[0][1]}, {worst[0][2]}); "
+             + ("above 1.1: " + ", ".join(above) + "." if above else "none above 1.1.")
+             + " The bytes do not depend on the platform.")
+    key = ("fat_tree", 4096, "square", "best")
+    pd, _ = best_pdgemm(cells, "fat_tree", 4096, "square")
+    if key in cells and cells[key]["ok"]:
+        emit(f"- Fat tree, P = 4096, n = 32768: the best plan at {cells[key]['peak']} % of peak "
+             f"({number(cells[key]['seconds']):.3f} s)"
+             + (f"; PDGEMM {number(pd['seconds']):.3f} s, {number(pd['seconds']) / number(cells[key]['seconds']):.2f}"
+                " times the best plan's time" if pd is not None else "; PDGEMM not run")
+             + ".")
+    else:
+        emit("- Fat tree, P = 4096, n = 32768 (>= 60 % of peak, >= 2 x PDGEMM): not run here.")
+    emit("")
+
+    emit("## Every cell")
+    emit("")
+    emit("| platform | P | shape | plan | mesh | shardings, variant | simulated s | GFLOP/s | % of peak | MiB sent, "
+         "busiest rank | model MiB | bytes == model, all ranks | bound MiB | model / bound | wall s | "
+         "simulator's private MiB |")
+    emit("|---|---:|---|---|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|")
+    for platform, _ in PLATFORMS:
+        for p in PROCS:
+            for shape, _ in SHAPES:
+                for plan in PLANS:
+                    cell = cells.get((platform, p, shape, plan))
+                    if cell is None:
+                        continue
+                    if cell["ok"]:
+                        emit(f"| {platform} | {p} | {shape} | {cell['plan']} | {cell['mesh']} | {cell['shardings']} | "
+                             f"{cell['seconds']} | {cell['gflops']} | {cell['peak']} | {cell['sent']} | "
+                             f"{cell['model']} | {cell['equal']} | {cell['bound']} | {cell['over_bound']} | "
+                             f"{cell.get('wall', '?')} | {cell.get('memory', '?')} |")
+                    else:
+                        text = cell["line"].replace("|", "/")[:200]
+                        emit(f"| {platform} | {p} | {shape} | {plan} | {text} | | | | | | | | | | "
+                             f"{cell.get('wall', '?')} | {cell.get('memory', '?')} |")
+    emit("")
+
+    emit("## Cells not run")
+    emit("")
+    if not missing:
+        emit("None.")
+    else:
+        emit(f"{len(missing)} cells. `benchmarks/simulate table --jobs N` runs every cell that has no result "
+             "yet (the largest P first); per platform and P, the missing ones are:")
+        emit("")
+        by_group = {}
+        for platform, p, shape, plan in missing:
+            by_group.setdefault((platform, p), {}).setdefault(plan, []).append(shape)
+        for (platform, p), plans in sorted(by_group.items(), key=lambda kv: ([x for x, _ in PLATFORMS].index(kv[0][0]), kv[0][1])):
+            groups = {}
+            for plan, shapes in plans.items():
+                groups.setdefault(tuple(shapes), []).append(plan)
+            for shapes, plan_list in groups.items():
+                plan_text = ",".join(plan_list)
+                if set(plan_list) >= {"pdgemm64", "pdgemm128", "pdgemm256"}:
+                    plan_text = ",".join([x for x in plan_list if not x.startswith("pdgemm")] + ["pdgemm"])
+                emit(f"- `benchmarks/simulate table --platforms {platform} --procs {p} --shapes {','.join(shapes)} "
+                     f"--plans {plan_text}`")
+    emit("")
+    with open(output, "w", encoding="utf-8") as f:
+        f.write("\n".join(out))
+    print(f"simulate_report: {output} ({len(cells)} cells, {len(missing)} not run)", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
