@@ -1,6 +1,7 @@
-// The drop-in p?gemm against ScaLAPACK's, side by side in one run: C = A B (pdgemm, alpha 1,
-// beta 0, whole n x n matrices, NB x NB blocks from process (0, 0)) on every grid of the
-// world's ranks in row- and column-major grid order. Each iteration runs ScaLAPACK's pdgemm_
+// The drop-in p?gemm against ScaLAPACK's, side by side in one run: C = op(A) B (pdgemm,
+// alpha 1, beta 0, whole n x n matrices, NB x NB blocks from process (0, 0)) on every grid of
+// the world's ranks in row- and column-major grid order, with op 'N' (ScaLAPACK's aligned
+// case: the drop-in computes in place) and 'T' (it redistributes A, B and C). Each iteration runs ScaLAPACK's pdgemm_
 // and then shardwise::scalapack::pgemm (the engine of libshardwise_scalapack's pdgemm_) on the
 // same descriptors, each timed as its slowest rank; the benchmark's time is shardwise's, and
 //   ratio          shardwise's time / ScaLAPACK's (< 1: the drop-in is faster)
@@ -8,8 +9,8 @@
 //   GFLOPs         shardwise's rate, 2 n^3 per call
 //   redistributed_MiB, plan_MiB   what rank 0 sent per call: moving A, B and C between the
 //                  block-cyclic layout and the plan's, and the plan itself (the cost model's)
-//   in_place       the share of calls computed in place (SUMMA over the k blocks, these calls
-//                  being ScaLAPACK's aligned case), not redistributed
+//   in_place       the share of calls computed in place (SUMMA over the k blocks: the aligned
+//                  case, op 'N'), not redistributed
 //
 //   mpiexec -n 2 --bind-to none build/benchmarks/pgemm_dropin_bench --benchmark_repetitions=3
 #include <mpi.h>
@@ -70,19 +71,20 @@ double timed(MPI_Comm comm, auto&& call) {
   return t;
 }
 
-void side_by_side(benchmark::State& state, int n, int nb, int rows, int cols, const char* order) {
+void side_by_side(benchmark::State& state, int n, int nb, int rows, int cols, const char* order, char transa) {
   const int context = context_of(rows, cols, order);
   const sc::Grid g = *sc::grid_of(context);
   const Local a = make(g, context, n, nb, 1), b = make(g, context, n, nb, 2);
   Local c_ref = make(g, context, n, nb, 3), c_sw = c_ref;
   const int one = 1;
   const double alpha = 1, beta = 0;
+  const char transa_text[2] = {transa, '\0'};
   auto reference = [&] {
-    pdgemm_("N", "N", &n, &n, &n, &alpha, a.data.data(), &one, &one, a.desc, b.data.data(), &one, &one, b.desc, &beta,
+    pdgemm_(transa_text, "N", &n, &n, &n, &alpha, a.data.data(), &one, &one, a.desc, b.data.data(), &one, &one, b.desc, &beta,
             c_ref.data.data(), &one, &one, c_ref.desc);
   };
   auto ours = [&] {
-    sc::pgemm<double>('N', 'N', n, n, n, alpha, a.data.data(), 1, 1, a.desc, b.data.data(), 1, 1, b.desc, beta,
+    sc::pgemm<double>(transa, 'N', n, n, n, alpha, a.data.data(), 1, 1, a.desc, b.data.data(), 1, 1, b.desc, beta,
                       c_sw.data.data(), 1, 1, c_sw.desc, g);
   };
   reference();  // warm-up: BLACS buffers, the plan, the process groups, page faults
@@ -121,14 +123,15 @@ int main(int argc, char** argv) {
       for (int nb : {64, 128, 256})
         for (int rows = 1; rows <= size; ++rows) {
           if (size % rows != 0) continue;
-          for (const char* order : {"R", "C"}) {
-            const std::string name = "pgemm/n:" + std::to_string(n) + "/nb:" + std::to_string(nb) +
-                                     "/grid:" + std::to_string(rows) + "x" + std::to_string(size / rows) +
-                                     "/order:" + order;
-            benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& state) {
-              side_by_side(state, n, nb, rows, size / rows, order);
-            })->UseManualTime()->Unit(benchmark::kMillisecond);
-          }
+          for (const char* order : {"R", "C"})
+            for (const char transa : {'N', 'T'}) {
+              const std::string name = "pgemm/n:" + std::to_string(n) + "/nb:" + std::to_string(nb) +
+                                       "/grid:" + std::to_string(rows) + "x" + std::to_string(size / rows) +
+                                       "/order:" + order + "/transa:" + transa;
+              benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& state) {
+                side_by_side(state, n, nb, rows, size / rows, order, transa);
+              })->UseManualTime()->Unit(benchmark::kMillisecond);
+            }
         }
   });
 }
