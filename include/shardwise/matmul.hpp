@@ -424,6 +424,23 @@ void matmul_into(ShardedMatrix<Scalar, M, ShC, OC>& c, const ShardedMatrix<Scala
   }
 }
 
+namespace detail {
+
+/// Whether a view's block lies as an owning block of its storage order would (each inner run
+/// unit-strided, the outer stride the inner extent; an empty block or a single run counts):
+/// then the executor can write a product straight into it.
+template <typename Scalar, MeshType M, typename Sh, int Order>
+bool contiguous_block(const ShardedMatrix<Scalar, M, Sh, Order, View>& c) {
+  const std::int64_t inner = Order == Eigen::RowMajor ? c.stride(1) : c.stride(0);
+  const std::int64_t outer = Order == Eigen::RowMajor ? c.stride(0) : c.stride(1);
+  const std::int64_t inner_extent = Order == Eigen::RowMajor ? c.local_cols() : c.local_rows();
+  const std::int64_t outer_extent = Order == Eigen::RowMajor ? c.local_rows() : c.local_cols();
+  return c.local_rows() * c.local_cols() == 0 ||
+         ((inner == 1 || inner_extent == 1) && (outer == inner_extent || outer_extent == 1));
+}
+
+}  // namespace detail
+
 /// C = A * B into a writable view C (shardwise/view.hpp; taken by value, as a view is a
 /// handle): the caller's memory gets this rank's block of the product, the requested output
 /// being C's sharding. When C's strides are those of a contiguous block in its storage order,
@@ -436,14 +453,8 @@ void matmul_into(ShardedMatrix<Scalar, M, ShC, OC, View> c, const ShardedMatrix<
   using Plan = matmul_plan<M, ShA, ShB, ShC, Variant>;
   if constexpr (Plan::compiles) {
     detail::check_operands("shardwise::matmul_into", a, b, &c);
-    const std::int64_t inner = OC == Eigen::RowMajor ? c.stride(1) : c.stride(0);
-    const std::int64_t outer = OC == Eigen::RowMajor ? c.stride(0) : c.stride(1);
-    const std::int64_t inner_extent = OC == Eigen::RowMajor ? c.local_cols() : c.local_rows();
-    const std::int64_t outer_extent = OC == Eigen::RowMajor ? c.local_rows() : c.local_cols();
-    const bool contiguous = c.local_rows() * c.local_cols() == 0 ||
-                            ((inner == 1 || inner_extent == 1) && (outer == inner_extent || outer_extent == 1));
     const bool aliased = c.data() == a.local().data() || c.data() == b.local().data();
-    if (contiguous && !aliased) return detail::run_matmul_into<Plan, OC>(c.data(), a, b);
+    if (detail::contiguous_block(c) && !aliased) return detail::run_matmul_into<Plan, OC>(c.data(), a, b);
     ShardedMatrix<Scalar, M, ShC, OC> result(c.groups(), c.rows(), c.cols(), detail::uninitialized);
     detail::run_matmul<Plan>(result, a, b);
     c.local() = result.local();
@@ -486,14 +497,8 @@ void gemm(std::type_identity_t<Scalar> alpha, const ShardedMatrix<Scalar, M, ShA
   using Plan = matmul_plan<M, ShA, ShB, ShC, Variant>;
   if constexpr (Plan::compiles) {
     detail::check_operands("shardwise::gemm", a, b, &c);
-    const std::int64_t inner = OC == Eigen::RowMajor ? c.stride(1) : c.stride(0);
-    const std::int64_t outer = OC == Eigen::RowMajor ? c.stride(0) : c.stride(1);
-    const std::int64_t inner_extent = OC == Eigen::RowMajor ? c.local_cols() : c.local_rows();
-    const std::int64_t outer_extent = OC == Eigen::RowMajor ? c.local_rows() : c.local_cols();
-    const bool contiguous = c.local_rows() * c.local_cols() == 0 ||
-                            ((inner == 1 || inner_extent == 1) && (outer == inner_extent || outer_extent == 1));
     const bool aliased = c.data() == a.data() || c.data() == b.data();
-    if (contiguous && !aliased) return detail::run_matmul_into<Plan, OC>(c.data(), a, b, alpha, beta);
+    if (detail::contiguous_block(c) && !aliased) return detail::run_matmul_into<Plan, OC>(c.data(), a, b, alpha, beta);
     ShardedMatrix<Scalar, M, ShC, OC> product(c.groups(), c.rows(), c.cols(), detail::uninitialized);
     detail::run_matmul<Plan>(product, a, b);
     auto into = c.local();
