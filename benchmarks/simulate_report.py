@@ -76,6 +76,10 @@ def summary_entry(cell):
             return "none (P is no q² c)"
         if "fits" in cell["line"]:
             return "none fits 4 GiB"
+        if "exit status 137" in cell["line"] and cell.get("memory"):
+            # SIGKILL: on this machine the kernel's out-of-memory killer; the simulator's own
+            # (unfolded) memory, not the simulated ranks' 4 GiB.
+            return f"killed at {cell['memory'] / 1024:.0f} GiB of simulator memory"
         return "failed"
     return f"{number(cell['seconds']):.3f} s, {cell['peak']} %"
 

@@ -24,7 +24,7 @@
 #include <type_traits>
 
 #if defined(SHARDWISE_SIMULATE) && SHARDWISE_SIMULATE
-#include "shardwise/kernels/simulation.hpp"  // SMPI: GEMMs charge their flops to the simulated host
+#include "shardwise/detail/simulation.hpp"  // SMPI: GEMMs charge their flops to the simulated host
 #endif
 
 #if defined(SHARDWISE_USE_BLAS) && SHARDWISE_USE_BLAS

@@ -20,13 +20,13 @@
 #include "shardwise/layout.hpp"
 
 #if defined(SHARDWISE_SIMULATE) && SHARDWISE_SIMULATE
-#include "shardwise/kernels/simulation.hpp"  // SMPI: a run that computes nothing moves no data either
+#include "shardwise/detail/simulation.hpp"  // SMPI: a run that computes nothing moves no data either
 #endif
 
 namespace shardwise::detail {
 
 /// Whether the copies and sums below do nothing: only on a simulated cluster whose run computes
-/// nothing (kernels/simulation.hpp); a constant false in every other build.
+/// nothing (detail/simulation.hpp); a constant false in every other build.
 inline bool simulation_skips_data() {
 #if defined(SHARDWISE_SIMULATE) && SHARDWISE_SIMULATE
   return simulation::skip_local_data();

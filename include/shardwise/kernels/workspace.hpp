@@ -15,7 +15,7 @@
 #include <vector>
 
 #if defined(SHARDWISE_SIMULATE) && SHARDWISE_SIMULATE
-#include "shardwise/kernels/simulation.hpp"  // SMPI: buffers may be folded
+#include "shardwise/detail/simulation.hpp"  // SMPI: buffers may be folded
 #endif
 
 namespace shardwise::detail {

@@ -1,4 +1,4 @@
-// shardwise/kernels/simulation.hpp: the kernels on a simulated cluster (SimGrid SMPI).
+// shardwise/detail/simulation.hpp: the kernels and the MPI backend on a simulated cluster (SimGrid SMPI).
 //
 // Included only when SHARDWISE_SIMULATE=1, which needs SMPI's <smpi/smpi.h> (compile with
 // smpicxx); the default build never sees this file. Three switches, set once per run before
