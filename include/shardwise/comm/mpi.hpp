@@ -209,21 +209,22 @@ class MpiCommunicator : public CollectiveApi<MpiCommunicator> {
                          ReduceOp op) {
     load_counts(counts);
 #if defined(SHARDWISE_SIMULATE) && SHARDWISE_SIMULATE
-    return simulated_reduce_scatter(in, out, t, op);
-#endif
+    simulated_reduce_scatter(in, out, t, op);
+#else
     detail::mpi_check(MPI_Reduce_scatter(in, out, counts_.data(), detail::mpi_datatype(t), detail::mpi_op(op), comm_),
                       "MPI_Reduce_scatter");
+#endif
   }
   void do_reduce_scatter_block(const void* in, void* out, std::int64_t n, Datatype t, ReduceOp op) {
     static_cast<void>(detail::mpi_count(n * size_, "reduce_scatter_block's input"));  // must fit too
 #if defined(SHARDWISE_SIMULATE) && SHARDWISE_SIMULATE
-    const std::vector<std::int64_t> counts(static_cast<std::size_t>(size_), n);
-    load_counts(counts);
-    return simulated_reduce_scatter(in, out, t, op);
-#endif
+    load_counts(std::vector<std::int64_t>(static_cast<std::size_t>(size_), n));
+    simulated_reduce_scatter(in, out, t, op);
+#else
     detail::mpi_check(MPI_Reduce_scatter_block(in, out, detail::mpi_count(n, "reduce_scatter_block"),
                                                detail::mpi_datatype(t), detail::mpi_op(op), comm_),
                       "MPI_Reduce_scatter_block");
+#endif
   }
 #if defined(SHARDWISE_SIMULATE) && SHARDWISE_SIMULATE
   /// The ReduceScatter of counts_ / displacements_ on a simulated cluster: MPICH's pairwise
