@@ -1,6 +1,8 @@
 // simulate_pdgemm: ScaLAPACK's PDGEMM, C[m, n] = A[m, k] B[k, n] (fp64, all three NB x NB
-// block-cyclic on the squarest p x q grid of MPI_COMM_WORLD, its longer side over the larger of
-// m and n, or --grid), the peer of simulate_matmul on the same simulated clusters. Built by benchmarks/build_scalapack_smpi.sh against SMPI, with
+// block-cyclic on a p x q grid of MPI_COMM_WORLD, or --grid), the peer of simulate_matmul on the
+// same simulated clusters. The grid: of every p x q = P, the one whose SUMMA estimate (below)
+// is least, the squarest of equals, its longer side over the larger of m and n. A tall-skinny
+// product then gets P x 1 (only B moves) where the squarest grid would move A's panels. Built by benchmarks/build_scalapack_smpi.sh against SMPI, with
 // flop_charging_dgemm.c as its dgemm_; run by `benchmarks/simulate pdgemm`.
 //
 //   simulate_pdgemm [--m M] [--k K] [--n N] [--nb NB] [--grid PxQ] [--reps R] [--check] [--fold]
@@ -46,6 +48,12 @@ namespace {
 double element(int which, long i, long j) {
   const long h = (i * 31 + j * 17 + which * 7) % 23;
   return static_cast<double>(h - 11) / 16.0;
+}
+
+/// Bytes each rank receives in a stationary-C SUMMA on a p x q grid: its rows of A's panels
+/// from the q - 1 others of its grid row, its columns of B's from the p - 1 of its grid column.
+double summa_estimate(double m, double k, double n, int p, int q) {
+  return 8.0 * (m / p * k * (q - 1) / q + k * (n / q) * (p - 1) / p);
 }
 
 /// Global index of local row (or column) `l` on process coordinate `proc` of `procs`.
@@ -112,11 +120,19 @@ int main(int argc, char** argv) {
 
   int me = 0, size = 0;
   Cblacs_pinfo(&me, &size);
-  int p = 1;
-  for (int a = 1; a * a <= size; ++a)
-    if (size % a == 0) p = a;
-  int q = size / p;
-  if (m > n) std::swap(p, q);  // more process rows where C has more rows
+  int p = 1, q = size;
+  {
+    double least = 1e300;
+    for (int rows = 1; rows <= size; ++rows) {
+      if (size % rows != 0) continue;
+      const double bytes = summa_estimate(m, k, n, rows, size / rows);
+      const bool equal = bytes <= least * (1 + 1e-12) && bytes >= least * (1 - 1e-12);
+      const auto squareness = [](int a, int b) { return std::abs(a - b); };
+      const bool better_shaped = squareness(rows, size / rows) < squareness(p, q) ||
+                                 (squareness(rows, size / rows) == squareness(p, q) && (m > n ? rows > p : rows < p));
+      if (bytes < least * (1 - 1e-12) || (equal && better_shaped)) least = bytes, p = rows, q = size / rows;
+    }
+  }
   if (grid_p > 0) {
     if (grid_p * grid_q != size) {
       if (me == 0) std::fprintf(stderr, "simulate_pdgemm: --grid %dx%d is not %d ranks\n", grid_p, grid_q, size);
@@ -167,7 +183,7 @@ int main(int argc, char** argv) {
   if (me == 0) {
     const double mm = m, kk = k, nn = n, gflops = 2.0 * mm * kk * nn / seconds / 1e9;
     const double peak = sg_host_get_speed(sg_host_self()) * size / 1e9;
-    const double estimate = 8.0 * (mm / p * kk * (q - 1) / q + kk * (nn / q) * (p - 1) / p) / (1 << 20);
+    const double estimate = summa_estimate(m, k, n, p, q) / (1 << 20);
     const double bound = 8.0 * shardwise::matmul_lower_bound(m, k, n, size).words / (1 << 20);
     std::printf("| %d | %d | %d | %d | pdgemm nb:%d | %dx%d | block-cyclic %d x %d | %.6f | %.2f | %.1f | - | %.3f (SUMMA "
                 "estimate) | - | %.3f | %.3f (estimate) | %s |\n",

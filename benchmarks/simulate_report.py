@@ -98,7 +98,7 @@ def main():
          "Seconds are simulated, of the slowest rank; % of peak is 2mnk per simulated second over P hosts at "
          "37.5 GFLOP/s (idle ranks count). Best: the planner's cheapest plan over every mesh of P ranks, or of "
          "down to 3/4 of them (the others idle); SUMMA: 2-D SUMMA on the squarest grid; 2.5D: q x q x c with "
-         "its best c; PDGEMM: ScaLAPACK's, the squarest grid, the best of the NBs in brackets. "
+         "its best c; PDGEMM: ScaLAPACK's, on the grid of least SUMMA-estimate bytes (P x 1 for tall-skinny, else the squarest), the best of the NBs in brackets. "
          "bytes/bound: the best plan's busiest rank's modeled bytes (equal to what every rank counted "
          "sending) over the memory-independent lower bound on P ranks (SPAA 2022, rectangular).")
     emit("")
