@@ -29,6 +29,19 @@ inline std::string mesh_text(const detail::block_geometry& g) {
   return s;
 }
 
+/// The ranks a mesh has (of P ranks, the first that many run the plan; the others idle).
+inline int ranks_of(const detail::block_geometry& mesh) {
+  int used = 1;
+  for (int a = 0; a < mesh.ndim; ++a) used *= mesh.extents[static_cast<std::size_t>(a)];
+  return used;
+}
+
+/// The mesh as the scaling tables print it, with the ranks of `p` it leaves idle: "3x2 (1 idle)".
+inline std::string mesh_text(const detail::block_geometry& mesh, int p) {
+  const int idle = p - ranks_of(mesh);
+  return mesh_text(mesh) + (idle > 0 ? " (" + std::to_string(idle) + " idle)" : "");
+}
+
 inline std::string axes_text(const detail::tensor_axes& t) {
   constexpr std::string_view names[] = {"x", "y", "z"};
   std::string s = "[";

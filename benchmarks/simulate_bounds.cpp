@@ -36,10 +36,7 @@ int main() {
       continue;
     }
     const double ratio = static_cast<double>(best.traffic.bytes) / bound;
-    int used = 1;
-    for (int a = 0; a < mesh.ndim; ++a) used *= mesh.extents[static_cast<std::size_t>(a)];
-    std::string mesh_text = sw::bench::mesh_text(mesh);
-    if (used < p) mesh_text += " (" + std::to_string(p - used) + " idle)";
+    const std::string mesh_text = sw::bench::mesh_text(mesh, p);
     std::printf("| %d | %s | %lld x %lld x %lld | %s | %.3f | %.3f | %.3f |\n", p, shape.c_str(),
                 static_cast<long long>(m), static_cast<long long>(k), static_cast<long long>(n), mesh_text.c_str(),
                 static_cast<double>(best.traffic.bytes) / (1 << 20), bound / (1 << 20), ratio);

@@ -223,20 +223,13 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-/// The ranks a mesh has (the first that many ranks run the plan; the others idle).
-int ranks_of(const block_geometry& mesh) {
-  int used = 1;
-  for (int a = 0; a < mesh.ndim; ++a) used *= mesh.extents[static_cast<std::size_t>(a)];
-  return used;
-}
-
 /// Runs one plan on the first ranks_of(mesh) ranks; whether its results (when computed) and
 /// bytes are right. Rank 0 prints its line.
 bool run_plan(const std::string& name, const sw::MatmulChoice& choice, const block_geometry& mesh, const Options& o) {
   int rank = 0, size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  const int used = ranks_of(mesh);
+  const int used = sw::bench::ranks_of(mesh);
   // The idle ranks get MPI_COMM_NULL: they hold no block, send nothing and only time.
   MPI_Comm active = MPI_COMM_NULL;
   MPI_Comm_split(MPI_COMM_WORLD, rank < used ? 0 : MPI_UNDEFINED, rank, &active);
@@ -322,8 +315,7 @@ bool run_plan(const std::string& name, const sw::MatmulChoice& choice, const blo
     const double bound = sw::matmul_lower_bound(o.m, o.k, o.n, size).words * sizeof(double);
     char over_bound[32] = "-";
     if (bound > 0) std::snprintf(over_bound, sizeof over_bound, "%.3f", static_cast<double>(most_modeled) / bound);
-    std::string mesh_text = sw::bench::mesh_text(mesh);
-    if (used < size) mesh_text += " (" + std::to_string(size - used) + " idle)";
+    const std::string mesh_text = sw::bench::mesh_text(mesh, size);
     std::printf("| %d | %lld | %lld | %lld | %s | %s | %s | %.6f | %.2f | %s | %.3f | %.3f | %s | %.3f | %s | %s |\n", size,
                 static_cast<long long>(o.m), static_cast<long long>(o.k), static_cast<long long>(o.n), name.c_str(),
                 mesh_text.c_str(), sw::bench::plan_text(choice).c_str(), seconds, gflops, peak_text,
