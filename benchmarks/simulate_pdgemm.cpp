@@ -2,11 +2,17 @@
 // block-cyclic on a p x q grid of MPI_COMM_WORLD, or --grid), the peer of simulate_matmul on the
 // same simulated clusters. The grid: of every p x q = P, the one whose SUMMA estimate (below)
 // is least, the squarest of equals, its longer side over the larger of m and n. A tall-skinny
-// product then gets P x 1 (only B moves) where the squarest grid would move A's panels. Built by benchmarks/build_scalapack_smpi.sh against SMPI, with
-// flop_charging_dgemm.c as its dgemm_; run by `benchmarks/simulate pdgemm`.
+// product then gets P x 1 (only B moves) where the squarest grid would move A's panels.
+// With --allow-idle, grids of down to 3/4 of P ranks compete too, their bytes weighed by
+// P / (p q), as shardwise's best plan weighs its meshes (plan_matmul_any_mesh): a ScaLAPACK user
+// on a prime P takes a 2-D grid of fewer ranks rather than 1 x P, whose block-cyclic C leaves
+// most ranks without a block when n / NB < P. The ranks outside the grid idle.
+// Built by benchmarks/build_scalapack_smpi.sh against SMPI, with flop_charging_dgemm.c as its
+// dgemm_; run by `benchmarks/simulate pdgemm`.
 //
-//   simulate_pdgemm [--m M] [--k K] [--n N] [--nb NB] [--grid PxQ] [--reps R] [--check] [--fold]
+//   simulate_pdgemm [--m M] [--k K] [--n N] [--nb NB] [--grid PxQ] [--allow-idle] [--reps R] [--check] [--fold]
 //     --m, --k  default to --n (256)
+//     --grid  p q <= P; the ranks beyond p q idle
 //     --check  the local GEMMs multiply and every rank checks its elements of C (small N)
 //     --fold   A, B and C from SMPI's shared malloc (the same pages on every rank), for large P
 // One line in simulate_matmul's table format: the time of the slowest rank (best of R runs
@@ -22,6 +28,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 #include "shardwise/plan/cost.hpp"  // sw::matmul_lower_bound: the bound the table compares with
@@ -94,7 +101,7 @@ struct Local {
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   int m = -1, k = -1, n = 256, nb = 128, reps = 1, grid_p = 0, grid_q = 0;
-  bool check = false, fold = false;
+  bool check = false, fold = false, allow_idle = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--n" && i + 1 < argc) n = std::atoi(argv[++i]);
@@ -104,6 +111,7 @@ int main(int argc, char** argv) {
     else if (arg == "--nb" && i + 1 < argc) nb = std::atoi(argv[++i]);
     else if (arg == "--reps" && i + 1 < argc) reps = std::max(1, std::atoi(argv[++i]));
     else if (arg == "--check") check = true;
+    else if (arg == "--allow-idle") allow_idle = true;
     else if (arg == "--fold") fold = true;
     else {
       std::fprintf(stderr, "simulate_pdgemm: unknown argument '%s'\n", argv[i]);
@@ -123,52 +131,62 @@ int main(int argc, char** argv) {
   int p = 1, q = size;
   {
     double least = 1e300;
-    for (int rows = 1; rows <= size; ++rows) {
-      if (size % rows != 0) continue;
-      const double bytes = summa_estimate(m, k, n, rows, size / rows);
-      const bool equal = bytes <= least * (1 + 1e-12) && bytes >= least * (1 - 1e-12);
-      const auto squareness = [](int a, int b) { return std::abs(a - b); };
-      const bool better_shaped = squareness(rows, size / rows) < squareness(p, q) ||
-                                 (squareness(rows, size / rows) == squareness(p, q) && (m > n ? rows > p : rows < p));
-      if (bytes < least * (1 - 1e-12) || (equal && better_shaped)) least = bytes, p = rows, q = size / rows;
-    }
+    const int fewest = allow_idle ? (3 * size + 3) / 4 : size;
+    for (int used = size; used >= fewest; --used)  // all ranks first: fewer win only on bytes
+      for (int rows = 1; rows <= used; ++rows) {
+        if (used % rows != 0) continue;
+        // As shardwise's planner weighs a plan on fewer ranks: each of them computes size / used
+        // of a full share, so idling pays only where it cuts the bytes by more.
+        const double bytes = summa_estimate(m, k, n, rows, used / rows) * size / used;
+        const bool equal = bytes <= least * (1 + 1e-12) && bytes >= least * (1 - 1e-12);
+        const auto squareness = [](int a, int b) { return std::abs(a - b); };
+        const bool better_shaped = used == p * q && (squareness(rows, used / rows) < squareness(p, q) ||
+                                   (squareness(rows, used / rows) == squareness(p, q) && (m > n ? rows > p : rows < p)));
+        if (bytes < least * (1 - 1e-12) || (equal && better_shaped)) least = bytes, p = rows, q = used / rows;
+      }
   }
   if (grid_p > 0) {
-    if (grid_p * grid_q != size) {
-      if (me == 0) std::fprintf(stderr, "simulate_pdgemm: --grid %dx%d is not %d ranks\n", grid_p, grid_q, size);
+    if (grid_p < 1 || grid_q < 1 || grid_p * grid_q > size) {
+      if (me == 0) std::fprintf(stderr, "simulate_pdgemm: --grid %dx%d needs more than the %d ranks\n", grid_p, grid_q, size);
       MPI_Abort(MPI_COMM_WORLD, 2);
     }
     p = grid_p, q = grid_q;
   }
-  int context = 0, rows = 0, cols = 0, my_row = 0, my_col = 0;
+  int context = 0, rows = 0, cols = 0, my_row = -1, my_col = -1;
   Cblacs_get(-1, 0, &context);
-  Cblacs_gridinit(&context, "Row", p, q);
-  Cblacs_gridinfo(context, &rows, &cols, &my_row, &my_col);
+  Cblacs_gridinit(&context, "Row", p, q);  // ranks p q and above get no grid: they idle
+  const bool in_grid = me < p * q;
+  if (in_grid) Cblacs_gridinfo(context, &rows, &cols, &my_row, &my_col);
 
-  const Local a(m, k, nb, context, my_row, my_col, p, q, fold), b(k, n, nb, context, my_row, my_col, p, q, fold),
-      c(m, n, nb, context, my_row, my_col, p, q, fold);
-  if (check)
+  std::optional<Local> a, b, c;
+  if (in_grid) {
+    a.emplace(m, k, nb, context, my_row, my_col, p, q, fold);
+    b.emplace(k, n, nb, context, my_row, my_col, p, q, fold);
+    c.emplace(m, n, nb, context, my_row, my_col, p, q, fold);
+  }
+  if (check && in_grid)
   {
-    for (int j = 0; j < a.cols; ++j)
-      for (int i = 0; i < a.rows; ++i) a.at(i, j) = element(0, global_index(i, nb, my_row, p), global_index(j, nb, my_col, q));
-    for (int j = 0; j < b.cols; ++j)
-      for (int i = 0; i < b.rows; ++i) b.at(i, j) = element(1, global_index(i, nb, my_row, p), global_index(j, nb, my_col, q));
+    for (int j = 0; j < a->cols; ++j)
+      for (int i = 0; i < a->rows; ++i) a->at(i, j) = element(0, global_index(i, nb, my_row, p), global_index(j, nb, my_col, q));
+    for (int j = 0; j < b->cols; ++j)
+      for (int i = 0; i < b->rows; ++i) b->at(i, j) = element(1, global_index(i, nb, my_row, p), global_index(j, nb, my_col, q));
   }
   const int one = 1;
   const double alpha = 1.0, beta = 0.0;
   auto run = [&] {
-    pdgemm_("N", "N", &m, &n, &k, &alpha, a.data, &one, &one, a.desc, b.data, &one, &one, b.desc, &beta, c.data, &one,
-            &one, c.desc);
+    if (!in_grid) return;
+    pdgemm_("N", "N", &m, &n, &k, &alpha, a->data, &one, &one, a->desc, b->data, &one, &one, b->desc, &beta, c->data,
+            &one, &one, c->desc);
   };
   run();
   double error = 0;
-  if (check)
-    for (int j = 0; j < c.cols; ++j)
-      for (int i = 0; i < c.rows; ++i) {
+  if (check && in_grid)
+    for (int j = 0; j < c->cols; ++j)
+      for (int i = 0; i < c->rows; ++i) {
         const long gi = global_index(i, nb, my_row, p), gj = global_index(j, nb, my_col, q);
         double want = 0;
         for (long l = 0; l < k; ++l) want += element(0, gi, l) * element(1, l, gj);
-        error = std::max(error, std::abs(c.at(i, j) - want));
+        error = std::max(error, std::abs(c->at(i, j) - want));
       }
   double seconds = 1e300;
   for (int r = 0; r < reps; ++r) {
@@ -185,13 +203,16 @@ int main(int argc, char** argv) {
     const double peak = sg_host_get_speed(sg_host_self()) * size / 1e9;
     const double estimate = summa_estimate(m, k, n, p, q) / (1 << 20);
     const double bound = 8.0 * shardwise::matmul_lower_bound(m, k, n, size).words / (1 << 20);
-    std::printf("| %d | %d | %d | %d | pdgemm nb:%d | %dx%d | block-cyclic %d x %d | %.6f | %.2f | %.1f | - | %.3f (SUMMA "
+    char mesh[64];
+    if (p * q < size) std::snprintf(mesh, sizeof mesh, "%dx%d (%d idle)", p, q, size - p * q);
+    else std::snprintf(mesh, sizeof mesh, "%dx%d", p, q);
+    std::printf("| %d | %d | %d | %d | pdgemm nb:%d | %s | block-cyclic %d x %d | %.6f | %.2f | %.1f | - | %.3f (SUMMA "
                 "estimate) | - | %.3f | %.3f (estimate) | %s |\n",
-                size, m, k, n, nb, p, q, nb, nb, seconds, gflops, 100.0 * gflops / peak, estimate, bound,
+                size, m, k, n, nb, mesh, nb, nb, seconds, gflops, 100.0 * gflops / peak, estimate, bound,
                 bound > 0 ? estimate / bound : 0.0, check ? (error == 0.0 ? "exact" : "WRONG") : "not computed");
     std::fflush(stdout);
   }
-  Cblacs_gridexit(context);
+  if (in_grid) Cblacs_gridexit(context);
   MPI_Finalize();
   return error == 0.0 ? 0 : 1;
 }

@@ -20,6 +20,9 @@ PROCS = [64, 127, 256, 512, 1024, 4096]
 SHAPES = [("square", "square 32768³"), ("tall", "tall-skinny 2²¹ x 2¹² x 2¹²"),
           ("large_k", "large-k 2¹² x 2²¹ x 2¹²"), ("flat", "flat 2¹⁷ x 2¹¹ x 2¹⁷")]
 PLANS = ["best", "summa", "25d", "pdgemm64", "pdgemm128", "pdgemm256"]
+# Not cells of the table: PDGEMM on a grid of down to 3/4 of the ranks (`simulate_pdgemm
+# --allow-idle`), run where P's only full grids are 1-D; the PDGEMM column takes them into account.
+IDLE_PDGEMM = ["pdgemm64idle", "pdgemm128idle", "pdgemm256idle"]
 COLUMNS = ["P", "m", "k", "n", "plan", "mesh", "shardings", "seconds", "gflops", "peak", "sent", "model", "equal",
            "bound", "over_bound", "C"]
 
@@ -59,13 +62,17 @@ def number(text):
 
 
 def best_pdgemm(cells, platform, p, shape):
-    """The PDGEMM cell with the shortest time over the NBs run, and which NBs ran."""
-    runs = [(number(cells[(platform, p, shape, plan)]["seconds"]), plan) for plan in PLANS[3:]
+    """The PDGEMM cell with the shortest time over the NBs and grids run, and what ran: the NBs
+    on all ranks, then those on fewer."""
+    runs = [(number(cells[(platform, p, shape, plan)]["seconds"]), plan) for plan in PLANS[3:] + IDLE_PDGEMM
             if (platform, p, shape, plan) in cells and cells[(platform, p, shape, plan)]["ok"]]
     if not runs:
-        return None, []
+        return None, ""
     seconds, plan = min(runs)
-    return cells[(platform, p, shape, plan)], [r[1][6:] for r in runs]
+    full = [r[1][6:] for r in runs if not r[1].endswith("idle")]
+    fewer = [r[1][6:-4] for r in runs if r[1].endswith("idle")]
+    tried = "/".join(full) + ("; on fewer ranks " + "/".join(fewer) if fewer else "")
+    return cells[(platform, p, shape, plan)], tried
 
 
 def summary_entry(cell):
@@ -98,7 +105,7 @@ def main():
          "Seconds are simulated, of the slowest rank; % of peak is 2mnk per simulated second over P hosts at "
          "37.5 GFLOP/s (idle ranks count). Best: the planner's cheapest plan over every mesh of P ranks, or of "
          "down to 3/4 of them (the others idle); SUMMA: 2-D SUMMA on the squarest grid; 2.5D: q x q x c with "
-         "its best c; PDGEMM: ScaLAPACK's, on the grid of least SUMMA-estimate bytes (P x 1 for tall-skinny, else the squarest), the best of the NBs in brackets. "
+         "its best c; PDGEMM: ScaLAPACK's, on the grid of least SUMMA-estimate bytes (P x 1 for tall-skinny, else the squarest), the best of the NBs in brackets; where P's only full grids are 1-D, also on a 2-D grid of down to 3/4 of the ranks, weighed as the best plan's meshes (\"on fewer ranks\", cells `pdgemmNBidle`). "
          "bytes/bound: the best plan's busiest rank's modeled bytes (equal to what every rank counted "
          "sending) over the memory-independent lower bound on P ranks (SPAA 2022, rectangular).")
     emit("")
@@ -117,11 +124,10 @@ def main():
                 if all(key not in cells for key in keys):
                     continue
                 best = cells.get(keys[0])
-                pd, nbs = best_pdgemm(cells, platform, p, shape)
+                pd, tried = best_pdgemm(cells, platform, p, shape)
                 pd_text = "not run"
                 if pd is not None:
-                    nb = pd["plan"].split(":")[1]
-                    tried = "/".join(nbs)
+                    nb = pd["plan"].split(":")[1] + (f" on {pd['mesh']}" if "idle" in pd["mesh"] else "")
                     pd_text = f"{number(pd['seconds']):.3f} s, {pd['peak']} % ({nb} of {tried})"
                 elif any(k in cells for k in keys[3:]):
                     pd_text = "failed"
@@ -166,7 +172,7 @@ def main():
     for platform, _ in PLATFORMS:
         for p in PROCS:
             for shape, _ in SHAPES:
-                for plan in PLANS:
+                for plan in PLANS + IDLE_PDGEMM:
                     cell = cells.get((platform, p, shape, plan))
                     if cell is None:
                         continue
@@ -205,7 +211,9 @@ def main():
     emit("")
     with open(output, "w", encoding="utf-8") as f:
         f.write("\n".join(out))
-    print(f"simulate_report: {output} ({len(cells)} cells, {len(missing)} not run)", file=sys.stderr)
+    table_cells = len([key for key in cells if key[3] in PLANS])
+    print(f"simulate_report: {output} ({table_cells} cells of the table, {len(missing)} not run; "
+          f"{len(cells) - table_cells} more)", file=sys.stderr)
 
 
 if __name__ == "__main__":
