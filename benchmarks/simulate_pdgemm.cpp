@@ -31,7 +31,8 @@
 #include <optional>
 #include <string>
 
-#include "shardwise/plan/cost.hpp"  // sw::matmul_lower_bound: the bound the table compares with
+#include "shardwise/plan/cost.hpp"              // matmul_lower_bound: the bound the table compares with
+#include "shardwise/plan/sharding_planner.hpp"  // AnyMeshOptions: how many ranks the best plan may idle
 
 extern "C" {
 void Cblacs_pinfo(int* mypnum, int* nprocs);
@@ -131,7 +132,8 @@ int main(int argc, char** argv) {
   int p = 1, q = size;
   {
     double least = 1e300;
-    const int fewest = allow_idle ? (3 * size + 3) / 4 : size;
+    const double idle_share = allow_idle ? shardwise::AnyMeshOptions{}.max_idle_share : 0.0;
+    const int fewest = static_cast<int>(static_cast<double>(size) * (1 - idle_share) + 0.999999);
     for (int used = size; used >= fewest; --used)  // all ranks first: fewer win only on bytes
       for (int rows = 1; rows <= used; ++rows) {
         if (used % rows != 0) continue;
