@@ -62,17 +62,17 @@ def number(text):
 
 
 def best_pdgemm(cells, platform, p, shape):
-    """The PDGEMM cell with the shortest time over the NBs and grids run, and what ran: the NBs
-    on all ranks, then those on fewer."""
+    """The PDGEMM cell with the shortest time over the NBs and grids run, whether it is a cell on
+    fewer ranks (`pdgemmNBidle`), and what ran: the NBs on all ranks, then those on fewer."""
     runs = [(number(cells[(platform, p, shape, plan)]["seconds"]), plan) for plan in PLANS[3:] + IDLE_PDGEMM
             if (platform, p, shape, plan) in cells and cells[(platform, p, shape, plan)]["ok"]]
     if not runs:
-        return None, ""
+        return None, False, ""
     seconds, plan = min(runs)
     full = [r[1][6:] for r in runs if not r[1].endswith("idle")]
     fewer = [r[1][6:-4] for r in runs if r[1].endswith("idle")]
     tried = "/".join(full) + ("; on fewer ranks " + "/".join(fewer) if fewer else "")
-    return cells[(platform, p, shape, plan)], tried
+    return cells[(platform, p, shape, plan)], plan.endswith("idle"), tried
 
 
 def summary_entry(cell):
@@ -124,10 +124,10 @@ def main():
                 if all(key not in cells for key in keys):
                     continue
                 best = cells.get(keys[0])
-                pd, tried = best_pdgemm(cells, platform, p, shape)
+                pd, on_fewer, tried = best_pdgemm(cells, platform, p, shape)
                 pd_text = "not run"
                 if pd is not None:
-                    nb = pd["plan"].split(":")[1] + (f" on {pd['mesh']}" if "idle" in pd["mesh"] else "")
+                    nb = pd["plan"].split(":")[1] + (f" on {pd['mesh']}" if on_fewer else "")
                     pd_text = f"{number(pd['seconds']):.3f} s, {pd['peak']} % ({nb} of {tried})"
                 elif any(k in cells for k in keys[3:]):
                     pd_text = "failed"
@@ -152,7 +152,7 @@ def main():
              + ("above 1.1: " + ", ".join(above) + "." if above else "none above 1.1.")
              + " The bytes do not depend on the platform.")
     key = ("fat_tree", 4096, "square", "best")
-    pd, _ = best_pdgemm(cells, "fat_tree", 4096, "square")
+    pd, _, _ = best_pdgemm(cells, "fat_tree", 4096, "square")
     if key in cells and cells[key]["ok"]:
         emit(f"- Fat tree, P = 4096, n = 32768: the best plan at {cells[key]['peak']} % of peak "
              f"({number(cells[key]['seconds']):.3f} s)"
