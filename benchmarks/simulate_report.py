@@ -71,7 +71,10 @@ def best_pdgemm(cells, platform, p, shape):
     seconds, plan = min(runs)
     full = [r[1][6:] for r in runs if not r[1].endswith("idle")]
     fewer = [r[1][6:-4] for r in runs if r[1].endswith("idle")]
-    tried = "/".join(full) + ("; on fewer ranks " + "/".join(fewer) if fewer else "")
+    if not full:
+        tried = "/".join(fewer) + " on fewer ranks only"
+    else:
+        tried = "/".join(full) + ("; on fewer ranks " + "/".join(fewer) if fewer else "")
     return cells[(platform, p, shape, plan)], plan.endswith("idle"), tried
 
 
