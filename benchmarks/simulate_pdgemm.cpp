@@ -132,8 +132,7 @@ int main(int argc, char** argv) {
   int p = 1, q = size;
   {
     double least = 1e300;
-    const double idle_share = allow_idle ? shardwise::AnyMeshOptions{}.max_idle_share : 0.0;
-    const int fewest = static_cast<int>(static_cast<double>(size) * (1 - idle_share) + 0.999999);
+    const int fewest = shardwise::AnyMeshOptions{.allow_idle = allow_idle}.fewest_ranks(size);
     for (int used = size; used >= fewest; --used)  // all ranks first: fewer win only on bytes
       for (int rows = 1; rows <= used; ++rows) {
         if (used % rows != 0) continue;

@@ -1227,6 +1227,15 @@ struct AnyMeshOptions {
   bool allow_idle = false;
   /// The largest share of the ranks a plan may leave idle.
   double max_idle_share = 0.25;
+
+  /// The fewest of `ranks` ranks a plan may run on: all of them unless allow_idle, else
+  /// (1 - max_idle_share) of them rounded up, and at least 2 (a 1-rank plan computes it all).
+  /// One definition for the planner and for peers that search grids the same way.
+  constexpr int fewest_ranks(int ranks) const {
+    if (!allow_idle) return ranks;
+    const int fewest = static_cast<int>(static_cast<double>(ranks) * (1 - max_idle_share) + 0.999999);
+    return std::max(fewest, std::min(ranks, 2));
+  }
 };
 
 /// Every mesh of `ranks` ranks with one to three axes, the later ones of at least 2 and the
@@ -1272,9 +1281,7 @@ inline MeshedMatmulChoice plan_matmul_any_mesh(int ranks, const MatmulProblem& p
   };
   consider(ranks);
   if (!options.allow_idle) return best;
-  int fewest = static_cast<int>(static_cast<double>(ranks) * (1 - options.max_idle_share) + 0.999999);
-  fewest = std::max(fewest, std::min(ranks, 2));
-  for (int used = ranks - 1; used >= fewest; --used) {
+  for (int used = ranks - 1; used >= options.fewest_ranks(ranks); --used) {
     const double bound = static_cast<double>(problem.scalar_bytes) *
                          matmul_lower_bound(problem.shape.m, problem.shape.k, problem.shape.n, used).words *
                          static_cast<double>(ranks) / used;
