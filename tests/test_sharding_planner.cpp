@@ -4,12 +4,15 @@
 //    with and without a memory budget that rules the cheapest out, even and uneven shapes;
 //  - cheapest_reshard's costs satisfy the triangle inequality over every pair of placements
 //    of a matrix on those meshes (and never exceed a direct reshard_plan);
-//  - both are usable in constant expressions.
+//  - both are usable in constant expressions;
+//  - bad input (no ranks, a negative extent, elements of 0 bytes) is refused with a message that
+//    names the function, the value and the fix.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -416,6 +419,57 @@ TEST(ShardingPlanner, UsableInConstantExpressions) {
   static_assert(sw::valid_matmul<Line, P::a_sharding, P::b_sharding, P::c_sharding, P::variant>);
   static_assert(P::plan::max_traffic(Line{}, {.m = 8, .k = 8, .n = 8}, 8) == choice.traffic);
   SUCCEED();
+}
+
+/// The message of the std::invalid_argument that `f` throws ("" when it throws none).
+template <typename F>
+std::string invalid_argument_of(F&& f) {
+  try {
+    f();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ShardingPlanner, RefusesBadInputNamingTheValueAndTheFix) {
+  const sw::MatmulProblem square{{.m = 8, .k = 8, .n = 8}, 8};
+  // No ranks, or a negative number of them: once a divide by zero (SIGFPE), once a plan "on ranks
+  // 0--4 of -3".
+  EXPECT_EQ(invalid_argument_of([&] { (void)sw::plan_matmul_any_mesh(0, square); }),
+            "shardwise::plan_matmul_any_mesh: the number of ranks is 0; give at least 1");
+  EXPECT_EQ(invalid_argument_of([&] { (void)sw::plan_matmul_any_mesh(-3, square, {.allow_idle = true}); }),
+            "shardwise::plan_matmul_any_mesh: the number of ranks is -3; give at least 1");
+  EXPECT_EQ(invalid_argument_of([] { (void)sw::meshes_of(0); }),
+            "shardwise::meshes_of: the number of ranks is 0; give at least 1");
+  EXPECT_EQ(invalid_argument_of([&] { (void)sw::plan_matmul(mesh_of({2, 0}), square); }),
+            "shardwise::plan_matmul: mesh axis 1 has extent 0; give every axis an extent of at least 1");
+  EXPECT_EQ(invalid_argument_of([&] { (void)sw::plan_matmul(mesh_of({-2}), square); }),
+            "shardwise::plan_matmul: mesh axis 0 has extent -2; give every axis an extent of at least 1");
+  EXPECT_EQ(invalid_argument_of([&] { (void)sw::plan_matmul(mesh_of({65536, 65536}), square); }),
+            "shardwise::plan_matmul: the mesh has more than 2147483647 ranks; give a mesh whose ranks an int counts");
+  // A negative extent (once "found", with negative bytes), elements of no bytes, a negative budget.
+  for (const auto& [shape, name] : {std::pair{sw::MatmulShape{.m = -4, .k = 8, .n = 8}, "m is -4"},
+                                    std::pair{sw::MatmulShape{.m = 8, .k = -1, .n = 8}, "k is -1"},
+                                    std::pair{sw::MatmulShape{.m = 8, .k = 8, .n = -9223372036854775807 - 1},
+                                              "n is -9223372036854775808"}}) {
+    const std::string fix = std::string(name) + "; give extents m, k and n of at least 0";
+    EXPECT_EQ(invalid_argument_of([&] { (void)sw::plan_matmul(mesh_of({2, 2}), {shape, 8}); }),
+              "shardwise::plan_matmul: the extent " + fix);
+    EXPECT_EQ(invalid_argument_of([&] { (void)sw::plan_matmul_any_mesh(4, {shape, 8}); }),
+              "shardwise::plan_matmul_any_mesh: the extent " + fix);
+  }
+  EXPECT_EQ(invalid_argument_of([&] { (void)sw::plan_matmul(mesh_of({2, 2}), {square.shape, 0}); }),
+            "shardwise::plan_matmul: scalar_bytes is 0; give the bytes of one element, at least 1 (8 for double)");
+  EXPECT_EQ(invalid_argument_of([&] { (void)sw::plan_matmul_any_mesh(4, {square.shape, 8, -1}); }),
+            "shardwise::plan_matmul_any_mesh: budget_bytes is -1; give at least 0 bytes per rank (the default is no limit)");
+  // Still planned: empty products, a budget of 0 (no plan fits), a mesh of one rank.
+  EXPECT_TRUE(sw::plan_matmul(mesh_of({2, 2}), {{.m = 0, .k = 8, .n = 8}, 8}).found);
+  EXPECT_FALSE(sw::plan_matmul(mesh_of({2, 2}), {square.shape, 8, 0}).found);
+  EXPECT_EQ(sw::plan_matmul_any_mesh(1, square).ranks_used(), 1);
+  // The same checks in a constant evaluation (a compile error there: tests/compile_fail/
+  // plan_matmul_any_mesh_zero_ranks.cpp); valid input still plans there.
+  static_assert(sw::plan_matmul_any_mesh(2, {{.m = 8, .k = 8, .n = 8}, 8}).ranks_used() == 2);
 }
 
 // ---- reshard paths -------------------------------------------------------------------------

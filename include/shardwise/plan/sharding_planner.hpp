@@ -50,6 +50,7 @@
 #include <array>
 #include <cstdint>
 #include <limits>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -101,6 +102,45 @@ namespace detail {
 
 /// The panel width the planner gives SUMMA and 2.5D (variant::Summa<>'s default).
 inline constexpr int planner_panel_width = variant::Summa<>::panel_width;
+
+/// `v` in decimal, in a constant evaluation too (std::to_string is not constexpr).
+constexpr std::string decimal(std::int64_t v) {
+  std::string digits;
+  const bool negative = v < 0;
+  // Digit by digit from the remainder's magnitude, so that the most negative value does not overflow.
+  do {
+    const std::int64_t r = v % 10;
+    digits.insert(digits.begin(), static_cast<char>('0' + (r < 0 ? -r : r)));
+    v /= 10;
+  } while (v != 0);
+  if (negative) digits.insert(digits.begin(), '-');
+  return digits;
+}
+
+/// Refuses a problem the planner cannot plan (std::invalid_argument naming `who`, the bad value
+/// and the fix). In a constant evaluation the throw is the compile error, and the compilers
+/// quote its line: each keeps its message on that line.
+constexpr void check_matmul_problem(std::string_view who, const MatmulProblem& problem) {
+  const std::pair<const char*, std::int64_t> extents[] = {
+      {"m", problem.shape.m}, {"k", problem.shape.k}, {"n", problem.shape.n}};
+  for (const auto& [name, extent] : extents)
+    if (extent < 0) throw std::invalid_argument(std::string(who) + ": the extent " + name + " is " + decimal(extent) + "; give extents m, k and n of at least 0");
+  if (problem.scalar_bytes < 1) throw std::invalid_argument(std::string(who) + ": scalar_bytes is " + decimal(problem.scalar_bytes) + "; give the bytes of one element, at least 1 (8 for double)");
+  if (problem.budget_bytes < 0) throw std::invalid_argument(std::string(who) + ": budget_bytes is " + decimal(problem.budget_bytes) + "; give at least 0 bytes per rank (the default is no limit)");
+}
+
+/// Refuses a mesh the planner cannot plan on: more axes than max_mesh_axes, an extent below 1,
+/// or more ranks than an int counts.
+constexpr void check_planner_mesh(std::string_view who, const block_geometry& mesh) {
+  if (mesh.ndim < 0 || mesh.ndim > static_cast<int>(max_mesh_axes)) throw std::invalid_argument(std::string(who) + ": the mesh has " + decimal(mesh.ndim) + " axes; give 0 to " + decimal(static_cast<std::int64_t>(max_mesh_axes)) + " axes (max_mesh_axes)");
+  std::int64_t ranks = 1;
+  for (int a = 0; a < mesh.ndim; ++a) {
+    const int extent = mesh.extents[static_cast<std::size_t>(a)];
+    if (extent < 1) throw std::invalid_argument(std::string(who) + ": mesh axis " + decimal(a) + " has extent " + decimal(extent) + "; give every axis an extent of at least 1");
+    ranks *= extent;
+    if (ranks > std::numeric_limits<int>::max()) throw std::invalid_argument(std::string(who) + ": the mesh has more than " + decimal(std::numeric_limits<int>::max()) + " ranks; give a mesh whose ranks an int counts");
+  }
+}
 
 /// f(geometry), or f's verdict when it returns whether to go on (false: stop).
 template <typename F>
@@ -1114,8 +1154,12 @@ struct matmul_search {
 }  // namespace detail
 
 /// The cheapest plan for `problem` on a mesh given by its extents (see the top of this file).
+/// Throws std::invalid_argument (in a constant evaluation: a compile error) for an extent m, k or
+/// n below 0, scalar_bytes below 1, a negative budget, or a mesh extent below 1.
 constexpr MatmulChoice plan_matmul(const detail::block_geometry& mesh, const MatmulProblem& problem) {
   using namespace detail;
+  check_planner_mesh("shardwise::plan_matmul", mesh);
+  check_matmul_problem("shardwise::plan_matmul", problem);
   matmul_search search(mesh, problem);
   std::vector<matmul_kernel> kernels;
   {
@@ -1185,14 +1229,14 @@ struct MeshedMatmulChoice {
   int ranks = 0;                    ///< The ranks planned for (the communicator's).
 
   /// The ranks the plan runs on: the mesh's size (0 when none was found).
-  [[nodiscard]] int ranks_used() const {
+  [[nodiscard]] constexpr int ranks_used() const {
     if (!choice.found) return 0;
     int used = 1;
     for (int a = 0; a < mesh.ndim; ++a) used *= mesh.extents[static_cast<std::size_t>(a)];
     return used;
   }
   /// Ranks ranks_used() .. ranks - 1: in none of the plan's groups.
-  [[nodiscard]] int idle_ranks() const { return choice.found ? ranks - ranks_used() : 0; }
+  [[nodiscard]] constexpr int idle_ranks() const { return choice.found ? ranks - ranks_used() : 0; }
 
   /// "2 x 3 mesh on ranks 0-5 of 7 (rank 6 idle): A[x, y] B[x, y] C[x, y]: SUMMA: Broadcast ...",
   /// the mesh axes named x, y, z, w, ... in order.
@@ -1240,7 +1284,8 @@ struct AnyMeshOptions {
 
 /// Every mesh of `ranks` ranks with one to three axes, the later ones of at least 2 and the
 /// extents non-increasing: {P}, {P/a, a}, {P/a/b, b, a}.
-inline std::vector<detail::block_geometry> meshes_of(int ranks) {
+constexpr std::vector<detail::block_geometry> meshes_of(int ranks) {
+  if (ranks < 1) throw std::invalid_argument("shardwise::meshes_of: the number of ranks is " + detail::decimal(ranks) + "; give at least 1");
   auto mesh = [](std::initializer_list<int> extents) {
     detail::block_geometry g;
     for (int e : extents) g.extents[static_cast<std::size_t>(g.ndim++)] = e;
@@ -1263,8 +1308,12 @@ inline std::vector<detail::block_geometry> meshes_of(int ranks) {
 /// P / P' (each of its ranks computes P / P' times a full share), so that idling pays only
 /// where it cuts the bytes by more. Fewer ranks are skipped where the lower bound
 /// (matmul_lower_bound, times P / P') already exceeds the best found.
-inline MeshedMatmulChoice plan_matmul_any_mesh(int ranks, const MatmulProblem& problem,
-                                               const AnyMeshOptions& options = {}) {
+/// Throws std::invalid_argument (in a constant evaluation: a compile error) for fewer than 1
+/// rank or a problem plan_matmul refuses.
+constexpr MeshedMatmulChoice plan_matmul_any_mesh(int ranks, const MatmulProblem& problem,
+                                                  const AnyMeshOptions& options = {}) {
+  if (ranks < 1) throw std::invalid_argument("shardwise::plan_matmul_any_mesh: the number of ranks is " + detail::decimal(ranks) + "; give at least 1");
+  detail::check_matmul_problem("shardwise::plan_matmul_any_mesh", problem);
   MeshedMatmulChoice best;
   best.ranks = ranks;
   double best_weight = 0;

@@ -277,10 +277,10 @@ plan_cache() {
 
 /// Bytes per rank the plan may hold: by default four times the rank's share of A, B and C
 /// plus 16 MiB (room for the replicas a 2.5D or 3-D plan keeps); SHARDWISE_PGEMM_BUDGET_MIB
-/// overrides it.
+/// overrides it (a negative value counts as 0: no plan fits, ScaLAPACK computes).
 inline std::int64_t budget_bytes(int ranks, std::int64_t m, std::int64_t n, std::int64_t k, int scalar_bytes) {
   if (const char* env = std::getenv("SHARDWISE_PGEMM_BUDGET_MIB"); env != nullptr && *env != '\0')
-    return std::int64_t{std::atoll(env)} << 20;
+    return std::max<std::int64_t>(0, std::atoll(env)) << 20;
   return 4 * scalar_bytes * ((m * k + k * n + m * n) / ranks + 1) + (std::int64_t{16} << 20);
 }
 
