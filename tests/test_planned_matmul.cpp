@@ -1,8 +1,8 @@
 // planned_matmul: the sharding planner's answer as types, computed in a constant expression.
 // This file compiles with g++ and clang++ at their default constexpr limits (no
 // -fconstexpr-ops-limit, no -fconstexpr-steps), which is what it tests first: the planner on
-// 2 x 2, 4 x 3, 2 x 2 x 2, 16 x 16 x 16 (4096 ranks) and 64 x 64 meshes, even and uneven
-// shapes, with and without a memory budget. The small meshes' plans then run on the virtual
+// 2 x 2, 4 x 3, 2 x 2 x 2, 16 x 16 x 16 (4096 ranks), 64 x 64 and 2 x 1 x 2 x 1 meshes, even
+// and uneven shapes, with and without a memory budget. The small meshes' plans then run on the virtual
 // cluster: the product against serial Eigen, each rank's counted bytes against the plan's
 // model, and the busiest rank's against the planner's; the footprint model against what the
 // kernels really allocate.
@@ -10,6 +10,7 @@
 
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "local_checks.hpp"
@@ -73,6 +74,30 @@ constexpr sw::MatmulChoice big_square_choice = sw::plan_matmul(BigSquare{}, {{.m
 // Each operand gathered once over 64 ranks of a 2-D grid: 2 (q - 1)/q n^2/q words.
 static_assert(big_square_choice.found && big_square_choice.traffic.bytes == std::int64_t{8} * 2 * 63 * 4096 * 4096 / (64 * 64));
 using BigSquarePlan = sw::planned_matmul<BigSquare, big_square_choice>;
+
+// Axes of extent 1 (a 2 x 1 x 2 x 1 mesh): each once multiplied the search by up to 9, past both
+// compilers' default limits on an uneven shape; they change no cost, so the planner leaves them
+// out: the plan is that of the 2 x 2 mesh of the other two axes, the same shardings by name.
+using Sparse = sw::Mesh<sw::Axis<"a", 2>, sw::Axis<"b", 1>, sw::Axis<"c", 2>, sw::Axis<"d", 1>>;
+using SparseKept = sw::Mesh<sw::Axis<"a", 2>, sw::Axis<"c", 2>>;
+constexpr sw::MatmulProblem sparse_problem{{.m = 50, .k = 37, .n = 20}, 8, unlimited};
+constexpr sw::MatmulChoice sparse_choice = sw::plan_matmul(Sparse{}, sparse_problem);
+constexpr sw::MatmulChoice sparse_kept_choice = sw::plan_matmul(SparseKept{}, sparse_problem);
+static_assert(sparse_choice.found && sparse_kept_choice.found);
+static_assert(sparse_choice.traffic == sparse_kept_choice.traffic &&
+              sparse_choice.footprint_bytes == sparse_kept_choice.footprint_bytes &&
+              sparse_choice.variant == sparse_kept_choice.variant);
+using SparsePlan = sw::planned_matmul<Sparse, sparse_choice>;
+using SparseKeptPlan = sw::planned_matmul<SparseKept, sparse_kept_choice>;
+static_assert(std::is_same_v<SparsePlan::a_sharding, SparseKeptPlan::a_sharding> &&
+              std::is_same_v<SparsePlan::b_sharding, SparseKeptPlan::b_sharding> &&
+              std::is_same_v<SparsePlan::c_sharding, SparseKeptPlan::c_sharding> &&
+              std::is_same_v<SparsePlan::variant, SparseKeptPlan::variant>);
+// Every axis of extent 1: one rank, a local GEMM.
+using Single = sw::Mesh<sw::Axis<"x", 1>, sw::Axis<"y", 1>>;
+constexpr sw::MatmulChoice single_choice = sw::plan_matmul(Single{}, sparse_problem);
+static_assert(single_choice.found && single_choice.traffic == sw::Traffic{} && single_choice.plan.steps.size() == 1);
+using SinglePlan = sw::planned_matmul<Single, single_choice>;
 
 /// Runs Plan (for Choice on mesh M) on a virtual cluster: the product, and every rank's counted
 /// bytes against the plan's model; the busiest rank's against the planner's.
@@ -180,6 +205,8 @@ TEST(PlannedMatmul, RunsOnTheVirtualCluster) {
   expect_runs<Square, SquarePlan>(square_choice, square_problem.shape);
   expect_runs<Oblong, OblongPlan>(oblong_choice, oblong_problem.shape);
   expect_runs<Cube, CubePlan>(cube_choice, cube_problem.shape);
+  expect_runs<Sparse, SparsePlan>(sparse_choice, sparse_problem.shape);
+  expect_runs<Single, SinglePlan>(single_choice, sparse_problem.shape);
 }
 
 TEST(PlannedMatmul, LargeMeshesPlanAtCompileTime) {

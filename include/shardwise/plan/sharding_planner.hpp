@@ -42,8 +42,10 @@
 //   - where blocks divide evenly, axes of equal extent are interchangeable: of the kernels
 //     that differ by exchanging them, one is searched, and the order of C's axes within a
 //     dimension changes no cost.
-// Any number of mesh axes is searched (9^d kernels on d axes: a run-time call for more than
-// three). Pure compile-time code, usable at run time too.
+//   - axes of extent 1 change no cost: the search runs on the mesh without them, whose plan
+//     leaves them unused (so a 2 x 1 x 2 x 1 mesh plans as fast as 2 x 2).
+// Any number of mesh axes is searched (9^d kernels on d axes of extents above 1: a run-time
+// call for more than three). Pure compile-time code, usable at run time too.
 #pragma once
 
 #include <algorithm>
@@ -1151,6 +1153,27 @@ struct matmul_search {
   }
 };
 
+/// `choice`, planned on the mesh of the axes `original[0]`, `original[1]`, ... of another mesh
+/// (in their order), written with that mesh's axis indices.
+constexpr void rename_axes(MatmulChoice& choice, const std::array<int, max_mesh_axes>& original) {
+  auto list = [&](axis_list& axes) {
+    for (int& a : axes) a = original[static_cast<std::size_t>(a)];
+  };
+  auto tensor = [&](tensor_axes& t) {
+    for (axis_list& axes : t.dims) list(axes);
+    list(t.partial);
+  };
+  for (tensor_axes* t : {&choice.a, &choice.b, &choice.c, &choice.kernel_a, &choice.kernel_b}) tensor(*t);
+  for (tensor_axes& t : choice.plan.start.of) tensor(t);
+  list(choice.layers);
+  for (Step& step : choice.plan.steps) {
+    list(step.axes);
+    list(step.b_axes);
+    list(step.layers);
+  }
+  if (choice.plan.error.axis >= 0) choice.plan.error.axis = original[static_cast<std::size_t>(choice.plan.error.axis)];
+}
+
 }  // namespace detail
 
 /// The cheapest plan for `problem` on a mesh given by its extents (see the top of this file).
@@ -1160,6 +1183,23 @@ constexpr MatmulChoice plan_matmul(const detail::block_geometry& mesh, const Mat
   using namespace detail;
   check_planner_mesh("shardwise::plan_matmul", mesh);
   check_matmul_problem("shardwise::plan_matmul", problem);
+  // An axis of extent 1 changes no block, no group and no cost, but would multiply the search
+  // by up to 9 (its roles in the kernels) and the outputs by the places it could take in C: the
+  // plan is that of the mesh without such axes, which leaves them unused (every operand is
+  // "replicated" over one rank, i.e. stored once).
+  if (std::any_of(mesh.extents.begin(), mesh.extents.begin() + mesh.ndim, [](int e) { return e == 1; })) {
+    block_geometry kept;
+    std::array<int, max_mesh_axes> original{};
+    for (int a = 0; a < mesh.ndim; ++a)
+      if (mesh.extents[static_cast<std::size_t>(a)] != 1) {
+        original[static_cast<std::size_t>(kept.ndim)] = a;
+        kept.extents[static_cast<std::size_t>(kept.ndim)] = mesh.extents[static_cast<std::size_t>(a)];
+        kept.coordinate[static_cast<std::size_t>(kept.ndim++)] = mesh.coordinate[static_cast<std::size_t>(a)];
+      }
+    MatmulChoice choice = plan_matmul(kept, problem);
+    rename_axes(choice, original);
+    return choice;
+  }
   matmul_search search(mesh, problem);
   std::vector<matmul_kernel> kernels;
   {
