@@ -42,6 +42,20 @@ struct Split {
   static constexpr detail::static_vector<std::string_view, max_mesh_axes> axes{Names.view()...};
 };
 
+namespace detail {
+/// BlockCyclic's checks, one error for the first bad argument. They sit in a function so that a
+/// failed one leaves BlockCyclic itself valid: clang++ would otherwise mark the class invalid and
+/// report every later use of its members too (a cascade of errors after the one that matters).
+template <std::int64_t NB, int First>
+constexpr bool block_cyclic_arguments_valid() {
+  if constexpr (NB < 1)
+    static_assert(NB >= 1, "shardwise::BlockCyclic<axis, NB>: the block size NB must be at least 1; give the indices of one block (ScaLAPACK's MB or NB)");
+  else
+    static_assert(First >= 0, "shardwise::BlockCyclic<axis, NB, First>: the first block's coordinate must not be negative; give the coordinate along the axis that holds the first block, from 0 (ScaLAPACK's RSRC or CSRC)");
+  return true;
+}
+}  // namespace detail
+
 /// A dimension cut into blocks of `NB` indices dealt round-robin over one mesh axis, the first
 /// block to coordinate `First` along it: ScaLAPACK's 2-D block-cyclic distribution, one
 /// dimension at a time (MB and RSRC for rows, NB and CSRC for columns). Block k of the dimension
@@ -49,8 +63,7 @@ struct Split {
 /// another (ScaLAPACK's NUMROC gives how many indices that is).
 template <fixed_string Name, std::int64_t NB, int First = 0>
 struct BlockCyclic {
-  static_assert(NB >= 1, "shardwise::BlockCyclic<axis, NB>: the block size NB must be at least 1");
-  static_assert(First >= 0, "shardwise::BlockCyclic<axis, NB, First>: the first block's coordinate must not be negative");
+  static_assert(detail::block_cyclic_arguments_valid<NB, First>());
   /// The axis dealing the blocks.
   static constexpr detail::static_vector<std::string_view, max_mesh_axes> axes{Name.view()};
   /// Indices per block (MB or NB).
