@@ -7,7 +7,8 @@
 // and its calls (and ScaLAPACK's own internal calls to p?gemm) come here. What shardwise does
 // not compute goes to the next p?gemm in link order (ScaLAPACK's, through dlsym(RTLD_NEXT)),
 // and is counted: arguments out of ScaLAPACK's rules (so that ScaLAPACK reports them as it
-// always has), descriptors of a type other than dense block-cyclic, A, B and C on different
+// always has), a call on a process outside C's grid (an invalid DESCC context: ScaLAPACK
+// reports it and aborts the job, INFO -1002 or -1902), descriptors of a type other than dense block-cyclic, A, B and C on different
 // contexts, arguments that differ across ranks, a BLACS whose grid communicator is numbered
 // otherwise, no plan within the memory budget, an operand of more than 2^31 - 1 elements.
 //
@@ -65,12 +66,19 @@ void dropin(const char* next_name, const char* transa, const char* transb, const
             const int* jb, const int* descb, const T* beta, T* c, const int* ic, const int* jc, const int* descc) {
   first_call();
   const int context = descc[1];
-  // A process outside C's grid takes no part, as in ScaLAPACK.
-  if (!sc::in_grid(context)) return;
   std::string reason;
   try {
-    const std::optional<sc::Grid> grid = sc::grid_of(context);
-    if (!grid) {
+    // C's context is no grid this process is in: -1 or -2, a grid exited, or -1 from
+    // BLACS_GRIDINIT on a process outside the grid. ScaLAPACK's p?gemm checks the contexts
+    // before anything else (even M = 0) and does not return: PBLAS prints the error and aborts
+    // every process (Cblacs_abort) with INFO = -1002 when A's context is invalid (so on a
+    // process outside the grid) or -1902 when C's is not A's. The call goes to ScaLAPACK, which
+    // does exactly that.
+    const bool in_grid = sc::in_grid(context);
+    const std::optional<sc::Grid> grid = in_grid ? sc::grid_of(context) : std::nullopt;
+    if (!in_grid) {
+      reason = "this process is not in the grid of C's BLACS context (DESCC's CTXT_)";
+    } else if (!grid) {
       reason = "the BLACS grid's communicator is not numbered row-major";
     } else {
       const sc::PgemmOutcome outcome = sc::pgemm<T>(*transa, *transb, *m, *n, *k, *alpha, a, *ia, *ja, desca, b, *ib,
