@@ -8,11 +8,14 @@
 // the same way: PDGESV solves in a typed array's memory through sw::scalapack::descriptor,
 // sw::matmul of the typed arrays checks the residual, a typed view wraps a program's local
 // array and descriptor, and a descriptor that disagrees with the type on one rank is refused on
-// every rank with the same message.
+// every rank with the same message, as is a descriptor whose M_ differs on one rank (named as
+// that, before its LLD_ is checked against the rows M_ gives).
 //
 //   mpiexec -n P test_block_cyclic_matrix        (P = 2, 3, 4: every grid shape of P)
 #include <mpi.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <complex>
 #include <cstdio>
@@ -20,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "mpi_errors.hpp"
 #include "shardwise/scalapack/array_descriptor.hpp"
 #include "shardwise/scalapack/block_cyclic_matrix.hpp"
 #include "shardwise/shardwise.hpp"
@@ -193,6 +197,28 @@ void typed(int context, const Mesh2& mesh, const sc::Grid& g, const std::string&
   const std::string expected = "shardwise::scalapack::view: the descriptor's blocks are 5 x 2 but the sharding's are "
                                "3 x 2 (on rank " + std::to_string(last) + ")";
   expect(message == expected, grid_text + ": a descriptor unlike the type on one rank; got '" + message + "'");
+
+  // M_ larger on one rank only, with LLD_ just the local rows of the M_ the others pass: the
+  // cause (M_ differs, on which ranks) on every rank, the same text, not the consequence on
+  // that rank ("LLD_ is 8 but this process holds 11 rows").
+  if (groups.mesh().size() > 1) {
+    const int odd = groups.mesh().size() / 2, larger = m + mb * g.rows;  // one more block per process row
+    std::array<int, 9> other{};
+    std::copy(desc, desc + 9, other.begin());
+    other[8] = std::max(1, rows);
+    if (groups.rank() == odd) other[2] = larger;
+    const sw::testing::RankOutcome outcome = sw::testing::run_and_catch<std::invalid_argument>(
+        [&] { static_cast<void>(sw::scalapack::view<V_t>(groups, mine.data(), other.data())); });
+    const std::string verdict = sw::testing::same_error_verdict(
+        sw::testing::gather_outcomes(MPI_COMM_WORLD, outcome),
+        "shardwise::scalapack::view: the descriptors differ across ranks (every rank must pass the same): M_: " +
+            std::to_string(m) + " on rank");
+    const std::string odd_one = ", " + std::to_string(larger) + " on rank " + std::to_string(odd);
+    expect(verdict.empty() && outcome.what.find(odd_one) != std::string::npos &&
+               outcome.what.find("LLD_") == std::string::npos,
+           grid_text + ": M_ unlike the others' on one rank; got '" + outcome.what + "'" +
+               (verdict.empty() ? "" : "\n" + verdict));
+  }
 }
 
 }  // namespace

@@ -17,13 +17,17 @@
 // axis first. Both functions check, on every rank, that the grid of the context is the mesh
 // (NPROW and NPCOL its extents, MYROW and MYCOL this rank's coordinates), that the descriptor's
 // MB, NB, RSRC and CSRC are the sharding's BlockCyclic parameters and that LLD holds the local
-// rows; a mismatch on any rank is the same std::invalid_argument on every rank.
+// rows; a mismatch on any rank is the same std::invalid_argument on every rank. view() also
+// checks that every rank passes the same M, N, MB, NB, RSRC and CSRC, before LLD (which must
+// hold the rows that M gives this rank): a descriptor that differs on one rank is reported as
+// that, naming the entry and the ranks, not as the LLD it makes too small.
 #pragma once
 
 #include <algorithm>
 #include <array>
 #include <climits>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <type_traits>
 
@@ -80,9 +84,20 @@ std::string mismatch(const ProcessGroupMesh<M>& groups, int context, const std::
     return text("the descriptor's first process is (", std::int64_t{desc[6]}, ", ", std::int64_t{desc[7]},
                 ") but the sharding's is (", std::int64_t{A::sharding::dim_first[0]}, ", ",
                 std::int64_t{A::sharding::dim_first[1]}, ")");
+  return {};
+}
+
+/// Why `desc`'s LLD_ is too small for the rows this rank holds (empty: it is not), for a rank in
+/// the grid of `context`. The rows follow from M_, so this is checked once every rank is known
+/// to pass the same M_: otherwise the consequence ("LLD_ is 11 but this process holds 12 rows")
+/// would hide the cause (M_ differs across ranks).
+inline std::string local_rows_mismatch(int context, const std::array<int, 9>& desc) {
+  int rows = 0, cols = 0, row = -1, col = -1;
+  Cblacs_gridinfo(context, &rows, &cols, &row, &col);
   const shardwise::BlockCyclicDim r{desc[2], desc[4], desc[6], rows};
   if (desc[8] < std::max<std::int64_t>(1, r.local_extent(row)))
-    return text("LLD_ is ", std::int64_t{desc[8]}, " but this process holds ", r.local_extent(row), " rows");
+    return shardwise::detail::message({"LLD_ is ", std::int64_t{desc[8]}, " but this process holds ",
+                                       r.local_extent(row), " rows"});
   return {};
 }
 
@@ -96,12 +111,19 @@ auto view(const ProcessGroupMesh<M>& groups, E* local, const int* desc) {
   detail::check_scalapack_array<A>();
   std::array<int, 9> d{};
   for (int i = 0; i < 9; ++i) d[static_cast<std::size_t>(i)] = desc[i];
+  // First what each rank can tell from its own grid and descriptor against the type, and that
+  // the descriptors agree; then LLD_ against the local rows, which follow from the agreed M_.
   LocalProblem problem;
   const std::string text = detail::mismatch<A>(groups, d[1], d);
   if (!text.empty()) problem.set(text);
   const std::int64_t values[] = {d[2], d[3], d[4], d[5], d[6], d[7]};
   agree_on_all_ranks(groups.world(), values, problem, "shardwise::scalapack::view", "the descriptors",
                      "M_|N_|MB_|NB_|RSRC_|CSRC_");
+  LocalProblem rows_problem;
+  const std::string rows_text = detail::local_rows_mismatch(d[1], d);
+  if (!rows_text.empty()) rows_problem.set(rows_text);
+  agree_on_all_ranks(groups.world(), std::span<const std::int64_t>{}, rows_problem, "shardwise::scalapack::view",
+                     "the descriptors");
   using V = typename shardwise::detail::view_type_of<A, E>::type;
   return V(groups, {d[2], d[3]}, local, {1, d[8]}, shardwise::detail::view_unchecked_t{});
 }
@@ -123,6 +145,8 @@ std::array<int, 9> descriptor(const A& a, int context) {
     problem.set("the matrix has more than 2^31 - 1 rows, columns or local rows, which a descriptor cannot hold");
   else if (const std::string text = detail::mismatch<A>(a.groups(), context, d); !text.empty())
     problem.set(text);
+  else if (const std::string rows_text = detail::local_rows_mismatch(context, d); !rows_text.empty())
+    problem.set(rows_text);
   const std::int64_t values[] = {a.rows(), a.cols()};
   agree_on_all_ranks(a.groups().world(), values, problem, "shardwise::scalapack::descriptor", "the global shapes",
                      "rows|columns");
