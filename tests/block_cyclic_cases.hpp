@@ -70,7 +70,7 @@ void check_block_cyclic_matrix(ProcessGroupMesh<RowsCols>& groups, const CommCou
   std::vector<Scalar> local(static_cast<std::size_t>(std::max<std::int64_t>(1, lld * a.local_cols())));
   for (std::int64_t j = 0; j < a.local_cols(); ++j)
     for (std::int64_t i = 0; i < a.local_rows(); ++i) local[static_cast<std::size_t>(i + j * lld)] = a.local()(i, j);
-  const auto v = view<A_t>(groups, {m, n}, local.data(), {1, lld});
+  const auto v = view<A_t>(groups, {m, n}, local.data(), {1, lld}, {a.local_rows(), a.local_cols()});
   if (v.data() != local.data() || v.to_global() != global) fail(name + "a view of the local array");
 
   // To blocks and back, to another block size and back: exact, the bytes the model says.

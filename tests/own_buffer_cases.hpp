@@ -62,9 +62,9 @@ OwnBufferResult run_own_buffers(ProcessGroupMesh<M>& groups, const CommCounters*
   const Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> b_map(b_buffer.data(), k, n);
   std::vector<double> c_buffer(static_cast<std::size_t>(std::max<std::int64_t>(rows * n, 1)));
 
-  const auto a = view<A_t>(groups, {m, k}, static_cast<const double*>(a_buffer.data()), {1, lld});
+  const auto a = view<A_t>(groups, {m, k}, static_cast<const double*>(a_buffer.data()), {1, lld}, {rows, k});
   const auto b = view<B_t>(groups, {k, n}, b_map);
-  const auto c_view = view<C_t>(groups, {m, n}, c_buffer.data(), {1, rows});
+  const auto c_view = view<C_t>(groups, {m, n}, c_buffer.data(), {1, rows}, {rows, n});
   const auto at = transposed(a);
   r.in_place = a.data() == a_buffer.data() && b.data() == b_buffer.data() && c_view.data() == c_buffer.data() &&
                at.data() == a_buffer.data();

@@ -98,8 +98,9 @@ ViewResult run_tensor_view_case(ProcessGroupMesh<M>& groups, std::array<std::int
 
   auto [x_buffer, x_strides] = padded_copy(x_own, 3);
   auto [w_buffer, w_strides] = padded_copy(w_own, 2);
-  const auto x_view = view<XT>(groups, {b, s, m}, x_buffer.data(), x_strides);
-  const auto w_view = view<WT>(groups, {m, h}, static_cast<const double*>(w_buffer.data()), w_strides);
+  const auto x_view = view<XT>(groups, {b, s, m}, x_buffer.data(), x_strides, x_own.local_extents());
+  const auto w_view = view<WT>(groups, {m, h}, static_cast<const double*>(w_buffer.data()), w_strides,
+                                    w_own.local_extents());
   r.in_place = x_view.data() == x_buffer.data() && w_view.data() == w_buffer.data();
   detail::Workspace::local().release();
   before = traffic_now();

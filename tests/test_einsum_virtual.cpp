@@ -213,7 +213,7 @@ TEST(EinsumVirtual, RunTimeErrors) {
   EXPECT_EQ(texts[0], texts[1]);
   EXPECT_EQ(texts[0],
             "shardwise::einsum: index k has extent 7 in A [4, 7] but 6 in B [6, 3] | shardwise::einsum: B was moved "
-            "from (it holds no block and no groups); use the tensor it was moved into");
+            "from (it no longer holds a block); use the tensor it was moved into (on rank 0)");
 }
 
 // ---- a sliced input or a gathered one, chosen per call from the extents -------------------------

@@ -347,7 +347,7 @@ TEST(MovedFrom, AMatrixPassedToMatmul) {
   const auto taken = std::move(a);
   expect_same_error_on_every_rank<std::logic_error>(
       MPI_COMM_WORLD, [&] { (void)sw::matmul(a, b); },  // NOLINT(bugprone-use-after-move): the point
-      "shardwise::matmul: A was moved from (it holds no block and no groups)");
+      "shardwise::matmul: A was moved from (it no longer holds a block)");
 }
 
 TEST(MovedFrom, ATensorPassedToEinsum) {
@@ -357,7 +357,7 @@ TEST(MovedFrom, ATensorPassedToEinsum) {
   const auto taken = std::move(x);
   expect_same_error_on_every_rank<std::logic_error>(
       MPI_COMM_WORLD, [&] { (void)sw::einsum<"bsm,mh->bsh">(x, w); },  // NOLINT(bugprone-use-after-move): the point
-      "shardwise::einsum: A was moved from (it holds no block and no groups)");
+      "shardwise::einsum: A was moved from (it no longer holds a block)");
 }
 
 TEST(MovedFrom, MatricesOutliveTheMeshHandedToAContext) {
@@ -622,7 +622,7 @@ TEST(TwoGroupMeshes, MatmulAndEinsumRefuseOperandsOnDifferentOnes) {
   const sw::ShardedMatrix<double, Line, Rows> b(second, 8, 6);
   expect_same_error_on_every_rank<std::invalid_argument>(
       MPI_COMM_WORLD, [&] { (void)sw::matmul(a, b); },
-      "shardwise::matmul: the operands are bound to different ProcessGroupMesh objects; build all from the same one");
+      "shardwise::matmul: the operands are bound to different ProcessGroupMesh objects; build both from the same one");
   const Tensor3 x(first, {9, 3, 4});
   const Tensor2 w(second, {4, 5});
   expect_same_error_on_every_rank<std::invalid_argument>(

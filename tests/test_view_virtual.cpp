@@ -135,16 +135,18 @@ TEST(ViewVirtual, ReadmeBlock) {
     const int rank = comm.rank();
     sw::ProcessGroupMesh<Line> groups(std::move(comm), Line{3});
     // Each rank's 3 rows of A in a padded column-major buffer (uneven blocks: tests/view_cases.hpp).
-    const std::int64_t rows = 3, first = 3 * rank, lld = rows + 2;
+    const std::int64_t rows_here = 3, first = 3 * rank, lld = rows_here + 2;
     std::vector<double> a_local(static_cast<std::size_t>(lld * k));
     for (std::int64_t j = 0; j < k; ++j)
-      for (std::int64_t i = 0; i < rows; ++i) a_local[static_cast<std::size_t>(i + j * lld)] = a_global(first + i, j);
+      for (std::int64_t i = 0; i < rows_here; ++i)
+        a_local[static_cast<std::size_t>(i + j * lld)] = a_global(first + i, j);
     Eigen::MatrixXd b_copy = b_global;
     Eigen::Map<Eigen::MatrixXd> b_map(b_copy.data(), k, n);
     // ---- begin README block ----
     using A_t = sw::ShardedMatrix<double, Line, sw::TensorSharding<sw::Split<"x">, sw::Replicated>, Eigen::ColMajor>;
     using B_t = sw::ShardedMatrix<double, Line, sw::TensorSharding<sw::Replicated, sw::Replicated>>;
-    auto a = sw::view<A_t>(groups, {m, k}, a_local.data(), {1, lld});  // rank's rows, leading dimension lld
+    const auto held = sw::local_extents_of<A_t>(groups, {m, k});         // this rank's block: held[0] rows x k
+    auto a = sw::view<A_t>(groups, {m, k}, a_local.data(), {1, lld}, held);  // leading dimension lld, no copy
     auto b = sw::view<B_t>(groups, {k, n}, b_map);                      // an Eigen::Map (or Ref, Matrix)
     auto c = sw::matmul(a, b);                        // C = A B, rows over x: local, an owning result
     auto g = sw::matmul(sw::transposed(a), c);        // G = Aᵀ C: k over x, one AllReduce, no transpose copy
@@ -180,7 +182,7 @@ TEST(ViewVirtual, MatmulIntoAView) {
     bool good = true;
     for (const std::int64_t ldc : {n, n + 3}) {
       std::vector<double> c_local(static_cast<std::size_t>(rows * ldc), -7.0);
-      sw::matmul_into(sw::view<C_t>(groups, {m, n}, c_local.data(), {ldc, 1}), a, b);
+      sw::matmul_into(sw::view<C_t>(groups, {m, n}, c_local.data(), {ldc, 1}, {rows, n}), a, b);
       for (std::int64_t i = 0; i < rows; ++i)
         for (std::int64_t j = 0; j < ldc; ++j) {
           const double got = c_local[static_cast<std::size_t>(i * ldc + j)];
@@ -218,7 +220,7 @@ TEST(ViewVirtual, GemmIntoAView) {
           for (std::int64_t j = 0; j < n; ++j)
             c_local[static_cast<std::size_t>(i * ldc + j)] =
                 beta == 0.0 ? std::numeric_limits<double>::quiet_NaN() : c_global(a.row_offset() + i, j);
-        sw::gemm(2.0, a, b, beta, sw::view<C_t>(groups, {m, n}, c_local.data(), {ldc, 1}));
+        sw::gemm(2.0, a, b, beta, sw::view<C_t>(groups, {m, n}, c_local.data(), {ldc, 1}, {rows, n}));
         for (std::int64_t i = 0; i < rows; ++i)
           for (std::int64_t j = 0; j < ldc; ++j) {
             const double got = c_local[static_cast<std::size_t>(i * ldc + j)];
@@ -256,7 +258,7 @@ TEST(ViewVirtual, GemmOnViews) {
     const auto b_own = B_t::distribute(groups, b_global);
     const std::int64_t ldb = b_own.local_rows() + 4;
     auto b_buffer = padded_col_major<double>(b_global, b_own.row_offset(), 0, b_own.local_rows(), n, ldb);
-    const auto b = sw::view<B_t>(groups, {k, n}, b_buffer.data(), {1, ldb});
+    const auto b = sw::view<B_t>(groups, {k, n}, b_buffer.data(), {1, ldb}, {b_own.local_rows(), n});
     auto c = C_t::distribute(groups, c_global);
     const auto before = counters->total();
     sw::gemm(2.0, sw::transposed(at), b, 0.5, c);
@@ -285,7 +287,7 @@ TEST(ViewVirtual, BadBlocksThrowOnEveryRank) {
     }
     std::vector<double> buffer(12);
     try {
-      (void)sw::view<A>(groups, {rank == 2 ? 8 : 9, 4}, buffer.data(), {1, 3});
+      (void)sw::view<A>(groups, {rank == 2 ? 8 : 9, 4}, buffer.data(), {1, 3}, {3, 4});
     } catch (const std::exception&) {
       threw[static_cast<std::size_t>(rank)] += 10;
     }

@@ -112,7 +112,7 @@ ViewResult run_view_case(ProcessGroupMesh<M>& groups, MatmulShape shape, std::ui
   using RowMajorMatrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   Eigen::Map<RowMajorMatrix, 0, Eigen::OuterStride<>> b_map(b_buffer.data(), b_own.local_rows(), b_own.local_cols(),
                                                             Eigen::OuterStride<>(ldb));
-  const auto a_view = view<OwnA>(groups, {shape.m, shape.k}, a_buffer.data(), {1, lda});
+  const auto a_view = view<OwnA>(groups, {shape.m, shape.k}, a_buffer.data(), {1, lda}, a_own.local_extents());
   const auto b_view = view<OwnB>(groups, {shape.k, shape.n}, b_map);
   static_assert(std::is_same_v<typename std::remove_const_t<decltype(b_view)>::ownership, View>);
   r.in_place = a_view.data() == a_buffer.data() && a_view.local().data() == a_buffer.data() &&
@@ -136,7 +136,7 @@ ViewResult run_view_case(ProcessGroupMesh<M>& groups, MatmulShape shape, std::ui
   auto bt_buffer =
       padded_col_major<Scalar>(bt_global, b_own.col_offset(), b_own.row_offset(), bt_rows, bt_cols, ldbt);
   const Scalar* bt_data = bt_buffer.data();  // read-only: a ConstView
-  const auto bt_view = view<OwnBt>(groups, {shape.n, shape.k}, bt_data, {1, ldbt});
+  const auto bt_view = view<OwnBt>(groups, {shape.n, shape.k}, bt_data, {1, ldbt}, {bt_rows, bt_cols});
   const auto a_t = transposed(at_own);
   const auto b_t = transposed(bt_view);
   static_assert(std::is_same_v<typename std::remove_const_t<decltype(a_t)>::sharding, ShA>);

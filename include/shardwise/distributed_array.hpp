@@ -31,6 +31,7 @@
 #pragma once
 
 #include <Eigen/Core>
+#include <algorithm>
 #include <array>
 #include <concepts>
 #include <cstddef>
@@ -178,6 +179,60 @@ constexpr std::size_t sharding_rank() {
     offsets[d] = starts[static_cast<std::size_t>(d)];
   }
   if (contiguous != nullptr) strides = strides_of(here, *contiguous);
+}
+#else
+;
+#endif
+
+/// Added to the message of a caller's block of the wrong extents: the partition rule.
+inline constexpr const char* split_rule_note =
+    " (Split<...> gives part i of n elements over p parts the elements from floor(i n / p) on, so the extra elements "
+    "are spread over the later parts (10 over 4: 2, 3, 2, 3), not given to the first ones; "
+    "sw::local_extents_of<Array>(groups, extents) says which block each rank holds)";
+
+/// What is wrong with a view's element `strides` for its block of `local` extents (`rank`
+/// dimensions), or an empty text: a negative stride; a writable view with stride 0 along a
+/// dimension of more than one element (each of them would land on one address); strides under
+/// which two elements share an address, such as a leading dimension smaller than the block's
+/// rows (ScaLAPACK's LLD_ >= local rows). A read-only view may repeat one element along a
+/// dimension of stride 0 (a broadcast). Out of line: every view type shares it.
+[[gnu::noinline]] SHARDWISE_DECL std::string view_stride_problem(int rank, const std::int64_t* local,
+                                                                 const std::int64_t* strides, bool writable)
+#if SHARDWISE_RUNTIME_DEFINITIONS
+{
+  std::array<int, max_tensor_rank> order{};  // the dimensions of more than one element, by stride
+  int count = 0;
+  for (int d = 0; d < rank; ++d) {
+    if (strides[d] < 0)
+      return message({"the strides ", extents_text({strides, static_cast<std::size_t>(rank)}),
+                      " are negative; give element strides >= 0"});
+    if (local[d] == 0) return {};  // an empty block: no element, no address
+  }
+  for (int d = 0; d < rank; ++d) {
+    if (local[d] <= 1) continue;
+    if (strides[d] == 0) {
+      if (!writable) continue;  // a broadcast input
+      return message({"dimension ", static_cast<std::int64_t>(d), " has stride 0 but this rank's block has ", local[d],
+                      " elements along it, which would all be written at one address; give a stride of at least 1 "
+                      "(a read-only view may repeat an element)"});
+    }
+    order[static_cast<std::size_t>(count++)] = d;
+  }
+  const auto at = [&](int i) -> int& { return order[static_cast<std::size_t>(i)]; };
+  for (int i = 1; i < count; ++i)  // by stride, an insertion sort (std::sort trips g++ 12's -Warray-bounds here)
+    for (int j = i; j > 0 && strides[at(j)] < strides[at(j - 1)]; --j) std::swap(at(j), at(j - 1));
+  std::int64_t span = 0;  // the largest offset of the dimensions of smaller stride
+  for (int i = 0; i < count; ++i) {
+    const int d = order[static_cast<std::size_t>(i)];
+    if (i > 0 && strides[d] <= span)
+      return message({"the strides ", extents_text({strides, static_cast<std::size_t>(rank)}),
+                      " make elements of this rank's block ", extents_text({local, static_cast<std::size_t>(rank)}),
+                      " share an address: dimension ", static_cast<std::int64_t>(d), "'s stride ", strides[d],
+                      " is not above ", span, ", the offset the dimensions of smaller stride reach; give a stride (a "
+                      "leading dimension) of at least ", span + 1});
+    span += (local[d] - 1) * strides[d];
+  }
+  return {};
 }
 #else
 ;
@@ -516,24 +571,25 @@ class DistributedArray {
       : DistributedArray(groups, extents_type{b, s, m}, detail::uninitialized) {}
 
   /// A view of this rank's block of an array of global `extents` at `data`, element (i0, i1,
-  /// ...) at data[i0 * strides[0] + i1 * strides[1] + ...]. Collective: the extents are agreed
-  /// on all ranks and every rank's block checked (sw::view is the usual way to call it).
+  /// ...) at data[i0 * strides[0] + i1 * strides[1] + ...], `local` the block's extents as the
+  /// caller holds them (`what` names the block in messages). Collective: the extents are agreed
+  /// on all ranks, and every rank's block is checked against the array's partition (`local`)
+  /// and its strides (no two elements at one address; a writable view has no stride 0 along
+  /// more than one element); a problem on any rank is every rank's error. sw::view is the usual
+  /// way to call it.
+  DistributedArray(const ProcessGroupMesh<M>& groups, const extents_type& extents, element_type* data,
+                   const extents_type& strides, const extents_type& local, const char* what = "the block")
+    requires(!owning)
+      : DistributedArray(groups, extents, data, strides, detail::view_unchecked_t{}) {
+    check_view(&local, what);
+  }
+  /// The same without the caller's local extents: only the strides are checked against the
+  /// block the partition gives this rank. (Deprecated in sw::view: give the local extents.)
   DistributedArray(const ProcessGroupMesh<M>& groups, const extents_type& extents, element_type* data,
                    const extents_type& strides)
     requires(!owning)
       : DistributedArray(groups, extents, data, strides, detail::view_unchecked_t{}) {
-    (void)groups_.state("shardwise::view");  // a moved-from mesh cannot hold an array
-    LocalProblem problem;
-    bool empty = false;
-    for (std::size_t d = 0; d < rank; ++d) {
-      if (extents[d] < 0) problem.set(detail::message({"the global extents ", face::shape_text(extents), " have a negative one"}));
-      if (strides[d] < 0)
-        problem.set(detail::message({"the strides ", detail::extents_text(strides), " are negative; give element strides >= 0"}));
-      empty = empty || local_[d] == 0;
-    }
-    if (!empty && data == nullptr)
-      problem.set(detail::message({"the pointer is null but this rank's block is ", face::shape_text(local_)}));
-    agree_among(groups, extents, problem, "shardwise::view", face::made_what, face::template made_names<rank>);
+    check_view(nullptr, "the block");
   }
   /// No check and no communication: for views made from an array already checked (transposed,
   /// permuted).
@@ -827,12 +883,45 @@ class DistributedArray {
   /// True once release() has moved the block out (never for a view).
   [[nodiscard]] bool released() const noexcept { return released_; }
 
+  /// Copying an owning array copies its block; copying a view copies the pointer.
+  ///@{
+  DistributedArray(const DistributedArray&) = default;
+  DistributedArray& operator=(const DistributedArray&) = default;
+  ///@}
+  /// Moving takes the block. The array moved from keeps its groups (a shared handle), so that
+  /// an operation on it by mistake still takes part in the ranks' agreement and every rank
+  /// throws the same error, instead of this rank throwing alone while the others wait.
+  ///@{
+  DistributedArray(DistributedArray&& other) noexcept
+      : groups_(other.groups_), extents_(other.extents_), local_(other.local_), offsets_(other.offsets_),
+        strides_(other.strides_), block_(std::move(other.block_)), released_(other.released_),
+        moved_(other.moved_) {
+    other.moved_ = true;
+  }
+  DistributedArray& operator=(DistributedArray&& other) noexcept {
+    if (this == &other) return *this;
+    groups_ = other.groups_;
+    extents_ = other.extents_;
+    local_ = other.local_;
+    offsets_ = other.offsets_;
+    strides_ = other.strides_;
+    block_ = std::move(other.block_);
+    released_ = other.released_;
+    moved_ = other.moved_;
+    other.moved_ = true;
+    return *this;
+  }
+  ///@}
+  ~DistributedArray() = default;  ///< Frees an owning block.
+
   // ---- validity and agreement ------------------------------------------------------------------
 
   /// The groups it lives on (a handle that shares them).
   [[nodiscard]] const ProcessGroupMesh<M>& groups() const noexcept { return groups_; }
-  /// False once moved from (it then holds neither a block nor groups) or released.
-  [[nodiscard]] bool valid() const noexcept { return static_cast<bool>(groups_) && !released_; }
+  /// False once moved from (it then holds no block) or released. (Accessors such as extents(),
+  /// local_extents() and groups() are exempt from the checks: they answer with what the array
+  /// last held; every operation checks.)
+  [[nodiscard]] bool valid() const noexcept { return static_cast<bool>(groups_) && !released_ && !moved_; }
   /// std::logic_error naming `operation` and `role` ("A") when moved from or released.
   void check_valid(const char* operation, const char* role) const {
     if (!valid()) detail::throw_unusable(operation, role, face::noun, released_);
@@ -840,8 +929,17 @@ class DistributedArray {
   /// Collective: every rank holds this array with the same global extents (at
   /// CheckLevel::cross_rank), else every rank throws the same error; and it was not moved from.
   void agree(const char* operation, const char* role = face::role) const {
-    check_valid(operation, role);
-    agree_among(groups_, extents_, {}, operation, face::agreed_what, face::template agreed_names<rank>, detail::constructed_locally);
+    if (!groups_) check_valid(operation, role);  // bound to no groups: nothing to agree over
+    LocalProblem problem;
+    if (!valid()) problem.set(detail::unusable_text(role, face::noun, released_), LocalProblem::Kind::logic_error);
+    agree_among(groups_, extents_, problem, operation, face::agreed_what, face::template agreed_names<rank>,
+                detail::constructed_locally);
+  }
+  /// What the agreement of an operation needs of it, as its operand `role` ("A").
+  [[nodiscard]] OperandFacts facts(const char* role) const noexcept {
+    const bool bound = static_cast<bool>(groups_);
+    return {role, face::noun, bound ? static_cast<const void*>(&groups_.state()) : nullptr,
+            bound ? &groups_.world() : nullptr, valid(), released_};
   }
 
   /// The axes its sharding names, in mesh order: the ranks an activation is spread over.
@@ -881,6 +979,36 @@ class DistributedArray {
     element_type* ptr = nullptr;
     [[nodiscard]] element_type* data() const noexcept { return ptr; }
   };
+
+  /// The checks of a view of the caller's memory (see its constructors), then the agreement.
+  void check_view(const extents_type* caller_local, const char* what) const requires(!owning) {
+    (void)groups_.state("shardwise::view");  // a moved-from mesh cannot hold an array
+    LocalProblem problem;
+    bool empty = false;
+    for (std::size_t d = 0; d < rank; ++d) {
+      if (extents_[d] < 0)
+        problem.set(detail::message({"the global extents ", face::shape_text(extents_), " have a negative one"}));
+      empty = empty || local_[d] == 0;
+    }
+    if (caller_local != nullptr && *caller_local != local_)
+      problem.set(detail::message({what, " is ", block_text_of(*caller_local), " but this rank's block of a ",
+                                   face::shape_text(extents_), " ", face::noun, " is ", block_text_of(local_),
+                                   detail::split_rule_note}));
+    if (!problem.found()) {
+      const extents_type strides = view_strides_of(strides_);
+      problem.set(detail::view_stride_problem(static_cast<int>(rank), local_.data(), strides.data(),
+                                              !std::is_const_v<element_type>));
+    }
+    if (!problem.found() && !empty && block_.ptr == nullptr)
+      problem.set(detail::message({"the pointer is null but this rank's block is ", face::shape_text(local_)}));
+    agree_among(groups_, extents_, problem, "shardwise::view", face::made_what, face::template made_names<rank>);
+  }
+  /// The first `rank` of the padded strides.
+  static extents_type view_strides_of(const detail::tensor_extents& strides) {
+    extents_type e{};
+    for (std::size_t d = 0; d < rank; ++d) e[d] = strides[d];
+    return e;
+  }
 
   [[nodiscard]] static bool holds_share_at(const detail::block_geometry& geo) {
     for (int axis : axes.partial)
@@ -1023,6 +1151,7 @@ class DistributedArray {
   detail::tensor_extents strides_{};
   std::conditional_t<owning, owned_block, view_block> block_{};
   bool released_ = false;
+  bool moved_ = false;
 };
 
 namespace detail {

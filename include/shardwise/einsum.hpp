@@ -22,6 +22,7 @@
 
 #include "shardwise/comm/consistency.hpp"
 #include "shardwise/kernels/executor.hpp"
+#include "shardwise/detail/type_fingerprint.hpp"
 #include "shardwise/plan/einsum_plan.hpp"
 #include "shardwise/plan/policy.hpp"
 #include "shardwise/sharded_tensor.hpp"
@@ -30,26 +31,33 @@ namespace shardwise {
 
 namespace detail {
 
-/// The names of the operands' extents in the message of a failed agreement: "extent 0 of A"...
+/// The name of the call's type fingerprint in the message of a failed agreement.
+inline constexpr fixed_string call_types_name =
+    "the call's types (a fingerprint of the scalar, mesh, shardings, layouts and variant: every rank must call with "
+    "the same types)";
+
+/// The names of the values an einsum's ranks agree on: "extent 0 of A"..., then the fingerprint.
 template <std::size_t RankA, std::size_t RankB>
 inline constexpr auto einsum_extent_names =
-    join_names(repeated_name<RankA, "extent # of A">, repeated_name<RankB, "extent # of B">);
+    join_names(join_names(repeated_name<RankA, "extent # of A">, repeated_name<RankB, "extent # of B">),
+               call_types_name);
 
-/// The checks of an einsum: operands not moved from, on one group mesh, with extents every
-/// rank agrees on (collective) and that give each index letter one extent. Returns the
-/// extents of every letter.
-template <typename A, typename B>
-IndexExtents check_einsum_operands(const contraction_indices& ix, const A& a, const B& b) {
-  constexpr const char* operation = "shardwise::einsum";
-  a.check_valid(operation, "A");
-  b.check_valid(operation, "B");
-  if (!a.groups().shares_groups_with(b.groups()))
-    fail({operation, ": the operands are bound to different ProcessGroupMesh objects; build both from the same one"});
-  std::array<std::int64_t, 2 * max_tensor_rank> all{};
+/// The checks of an einsum named `operation`: one agreement (agree_on_operands) on the operands'
+/// usability and groups, their extents and the call's types (`Call` and the operands' types),
+/// `names` naming those values (`roles` the operands); then the extents must give each index
+/// letter one extent. Returns the extents of every letter.
+template <typename Call, typename A, typename B>
+IndexExtents check_einsum_operands(const char* operation, const contraction_indices& ix, const A& a, const B& b,
+                                   std::string_view names = einsum_extent_names<A::rank, B::rank>.view(),
+                                   const char* role_a = "A", const char* role_b = "B",
+                                   std::string_view what = "the extents of A and B") {
+  const OperandFacts facts[] = {a.facts(role_a), b.facts(role_b)};
+  std::array<std::int64_t, 2 * max_tensor_rank + 1> all{};
   for (std::size_t d = 0; d < A::rank; ++d) all[d] = a.extent(d);
   for (std::size_t d = 0; d < B::rank; ++d) all[A::rank + d] = b.extent(d);
-  agree_on_all_ranks(a.groups().world(), std::span<const std::int64_t>(all.data(), A::rank + B::rank), {}, operation,
-                     "the extents of A and B", einsum_extent_names<A::rank, B::rank>.view(), constructed_locally);
+  all[A::rank + B::rank] = type_fingerprint<Call, A, B>;
+  agree_on_operands(facts, std::span<const std::int64_t>(all.data(), A::rank + B::rank + 1), {}, operation,
+                    what, names, constructed_locally);
   IndexExtents extents;
   for (std::size_t d = 0; d < A::rank; ++d) extents.set(ix.letter(Operand::A, static_cast<int>(d)), a.extent(d));
   for (std::size_t d = 0; d < B::rank; ++d) {
@@ -57,7 +65,8 @@ IndexExtents check_einsum_operands(const contraction_indices& ix, const A& a, co
     const int da = ix.dim_of(Operand::A, l);
     if (da >= 0 && a.extent(static_cast<std::size_t>(da)) != b.extent(d))
       fail({operation, ": index ", std::string_view(&l, 1), " has extent ", a.extent(static_cast<std::size_t>(da)),
-            " in A ", extents_text(a.extents()), " but ", b.extent(d), " in B ", extents_text(b.extents())});
+            " in ", role_a, " ", extents_text(a.extents()), " but ", b.extent(d), " in ", role_b, " ",
+            extents_text(b.extents())});
     extents.set(l, b.extent(d));
   }
   return extents;
@@ -80,6 +89,43 @@ constexpr const program& einsum_program() {
 
 }  // namespace detail
 
+namespace detail {
+
+/// The body of einsum, for an operation named `operation` whose operands are called `role_a`
+/// and `role_b` and whose agreed values `names` names (see check_einsum_operands): dot is one.
+template <fixed_string Spec, typename ShC, typename Variant, typename Scalar, MeshType M, typename ShA, typename LA,
+          typename WA, typename ShB, typename LB, typename WB>
+auto run_einsum(const char* operation, const DistributedArray<Scalar, M, ShA, LA, WA>& a,
+                const DistributedArray<Scalar, M, ShB, LB, WB>& b,
+                std::string_view names = einsum_extent_names<DistributedArray<Scalar, M, ShA, LA, WA>::rank,
+                                                             DistributedArray<Scalar, M, ShB, LB, WB>::rank>.view(),
+                const char* role_a = "A", const char* role_b = "B", std::string_view what = "the extents of A and B") {
+  using Plan = einsum_plan<Spec, M, ShA, ShB, ShC, Variant>;
+  using Result = ShardedTensor<Scalar, M, typename Plan::output_sharding>;
+  const IndexExtents extents = check_einsum_operands<Plan>(operation, Plan::indices, a, b, names, role_a, role_b, what);
+  typename Result::extents_type c_extents{};
+  for (std::size_t d = 0; d < Result::rank; ++d) c_extents[d] = extents[Plan::indices.letter(Operand::C, static_cast<int>(d))];
+  Result c(a.groups(), c_extents, uninitialized);
+  using A = DistributedArray<Scalar, M, ShA, LA, WA>;
+  using B = DistributedArray<Scalar, M, ShB, LB, WB>;
+  const operation_io<Scalar> io{.a = a.data(), .b = b.data(), .out = c.data(),
+                                .strides = {block_strides(a), block_strides(b), nullptr}};
+  // A plan that slices an input has a gathering alternative: the one that sends fewer bytes
+  // for these extents runs (the same choice on every rank: the extents were agreed first).
+  if constexpr (Plan::has_alternative) {
+    if (Plan::uses_alternative(a.groups().mesh(), extents, static_cast<std::int64_t>(sizeof(Scalar)))) {
+      execute<einsum_program<Plan::alternative_program, A, B>(), Scalar>(
+          a.groups().state("einsum"), operand_extents_of(Plan::indices, extents), io);
+      return c;
+    }
+  }
+  execute<einsum_program<Plan::program, A, B>(), Scalar>(a.groups().state("einsum"),
+                                                         operand_extents_of(Plan::indices, extents), io);
+  return c;
+}
+
+}  // namespace detail
+
 /// C = einsum<Spec>(A, B): Spec names the indices ("bsm,mh->bsh"); ShC is NaturalOutput or a
 /// requested TensorSharding for C; Variant is standard, ring or summa. Collective. A and B are
 /// any arrays (tensors, matrices, views: shardwise/view.hpp's sw::view, sw::permuted,
@@ -89,28 +135,7 @@ template <fixed_string Spec, typename ShC = NaturalOutput, typename Scalar, Mesh
   requires detail::ContractionVariant<Variant>
 auto einsum(const DistributedArray<Scalar, M, ShA, LA, WA>& a, const DistributedArray<Scalar, M, ShB, LB, WB>& b,
             Variant = {}) {
-  using Plan = einsum_plan<Spec, M, ShA, ShB, ShC, Variant>;
-  using Result = ShardedTensor<Scalar, M, typename Plan::output_sharding>;
-  const IndexExtents extents = detail::check_einsum_operands(Plan::indices, a, b);
-  typename Result::extents_type c_extents{};
-  for (std::size_t d = 0; d < Result::rank; ++d) c_extents[d] = extents[Plan::indices.letter(Operand::C, static_cast<int>(d))];
-  Result c(a.groups(), c_extents, detail::uninitialized);
-  using A = DistributedArray<Scalar, M, ShA, LA, WA>;
-  using B = DistributedArray<Scalar, M, ShB, LB, WB>;
-  const detail::operation_io<Scalar> io{.a = a.data(), .b = b.data(), .out = c.data(),
-                                        .strides = {detail::block_strides(a), detail::block_strides(b), nullptr}};
-  // A plan that slices an input has a gathering alternative: the one that sends fewer bytes
-  // for these extents runs (the same choice on every rank: the extents were agreed first).
-  if constexpr (Plan::has_alternative) {
-    if (Plan::uses_alternative(a.groups().mesh(), extents, static_cast<std::int64_t>(sizeof(Scalar)))) {
-      detail::execute<detail::einsum_program<Plan::alternative_program, A, B>(), Scalar>(
-          a.groups().state("einsum"), detail::operand_extents_of(Plan::indices, extents), io);
-      return c;
-    }
-  }
-  detail::execute<detail::einsum_program<Plan::program, A, B>(), Scalar>(
-      a.groups().state("einsum"), detail::operand_extents_of(Plan::indices, extents), io);
-  return c;
+  return detail::run_einsum<Spec, ShC, Variant>("shardwise::einsum", a, b);
 }
 
 namespace detail {

@@ -11,7 +11,7 @@
 //   auto Cs = sw::reduce(Cp);                                  // ... finish it later
 //   sw::matmul(A, B, sw::ring);  sw::matmul(A, B, sw::summa);  // variants, per call
 //   sw::matmul_into(C, A, B);                           // reuse C's storage (no allocation)
-//   sw::matmul_into(sw::view<C_t>(groups, {m, n}, p, {1, ldc}), A, B);  // into the caller's memory
+//   sw::matmul_into(sw::view<C_t>(groups, {m, n}, p, {1, ldc}, {m_local, n}), A, B);  // the caller's memory
 #pragma once
 
 #include <cstdint>
@@ -20,6 +20,7 @@
 #include <type_traits>
 
 #include "shardwise/detail/separate_compilation.hpp"
+#include "shardwise/detail/type_fingerprint.hpp"
 #include "shardwise/kernels/cyclic_summa.hpp"
 #include "shardwise/kernels/executor.hpp"
 #include "shardwise/kernels/redistribute.hpp"
@@ -44,36 +45,36 @@ inline constexpr program matmul_alternative_program =
     lower(Plan::alternative_schedule, Plan::alternative_state(), matmul_indices, Plan::summa_panel_width,
           matrix_order(OA), matrix_order(OB), {}, matrix_order(OC));
 
-/// What the checks of a matmul need of an operand, whatever its type.
-struct matmul_operand {
-  const void* groups = nullptr;  ///< the shared group state (null: moved from)
-  std::int64_t rows = 0, cols = 0;
-  bool released = false;  ///< release() moved its block out
-};
+/// The names of the values a matmul's ranks agree on (check_matmul_operands).
+inline constexpr std::string_view matmul_agreed_names =
+    "rows of A|columns of A|rows of B|columns of B|rows of C|columns of C|the call's types (a fingerprint of the "
+    "scalar, mesh, shardings, storage orders and variant: every rank must call with the same types)|the memory "
+    "budget's m|the memory budget's k|the memory budget's n";
 
-/// The checks of matmul and matmul_into (c null for matmul): operands not moved from, on one
-/// group mesh, with shapes every rank agrees on (collective over `world`) and that fit
+/// The checks of matmul, matmul_into and gemm (C's facts absent for matmul): one agreement
+/// (agree_on_operands) on the operands' usability and groups, their shapes (`shapes`: A's,
+/// B's and C's rows and columns, C's 0 when absent), the call's type `fingerprint` and the
+/// shape a memory budget was checked for (`budget`, or null); then the shapes must fit
 /// together. Out of line and independent of the operands' types: compiled once.
-[[gnu::noinline]] SHARDWISE_DECL void check_matmul_operands(const char* operation, AnyCommunicator* world,
-                                                            const matmul_operand& a, const matmul_operand& b,
-                                                            const matmul_operand* c)
+[[gnu::noinline]] SHARDWISE_DECL void check_matmul_operands(const char* operation,
+                                                            std::span<const OperandFacts> operands,
+                                                            const std::int64_t* shapes, std::int64_t fingerprint,
+                                                            const MatmulShape* budget)
 #if SHARDWISE_RUNTIME_DEFINITIONS  // else compiled once: see detail/separate_compilation.hpp
 {
-  const char* roles[] = {"A", "B", "C"};
-  const matmul_operand* operands[] = {&a, &b, c};
-  for (int i = 0; i < (c ? 3 : 2); ++i)
-    if (operands[i]->groups == nullptr || operands[i]->released)
-      throw_unusable(operation, roles[i], "matrix", operands[i]->released);
-  if (a.groups != b.groups || (c && c->groups != a.groups))
-    fail({operation, ": the operands are bound to different ProcessGroupMesh objects; build all from the same one"});
-  const std::int64_t shapes[] = {a.rows, a.cols, b.rows, b.cols, c ? c->rows : 0, c ? c->cols : 0};
-  agree_on_all_ranks(*world, std::span<const std::int64_t>(shapes, c ? 6 : 4), {}, operation,
-                     c ? "the shapes of A, B and C" : "the shapes of A and B",
-                     "rows of A|columns of A|rows of B|columns of B|rows of C|columns of C", constructed_locally);
-  if (a.cols != b.rows)
-    fail({operation, ": the inner dimensions disagree: A is ", a.rows, " x ", a.cols, " but B is ", b.rows, " x ", b.cols});
-  if (c && (c->rows != a.rows || c->cols != b.cols))
-    fail({operation, ": C is ", c->rows, " x ", c->cols, " but A * B is ", a.rows, " x ", b.cols});
+  const bool with_c = operands.size() > 2;
+  const std::int64_t values[] = {shapes[0], shapes[1], shapes[2], shapes[3], shapes[4], shapes[5], fingerprint,
+                                 budget ? budget->m : 0, budget ? budget->k : 0, budget ? budget->n : 0};
+  agree_on_operands(operands, values, {}, operation,
+                    with_c ? "the shapes of A, B and C" : "the shapes of A and B",
+                    matmul_agreed_names, constructed_locally);
+  const std::int64_t m = shapes[0], k = shapes[1], kb = shapes[2], n = shapes[3];
+  if (k != kb) fail({operation, ": the inner dimensions disagree: A is ", m, " x ", k, " but B is ", kb, " x ", n});
+  if (with_c && (shapes[4] != m || shapes[5] != n))
+    fail({operation, ": C is ", shapes[4], " x ", shapes[5], " but A * B is ", m, " x ", n});
+  if (budget && (m != budget->m || k != budget->k || n != budget->n))
+    fail({operation, ": the memory budget was checked for m = ", budget->m, ", k = ", budget->k, ", n = ", budget->n,
+          " but A is ", m, " x ", k, " and B is ", kb, " x ", n});
 }
 #else
 ;
@@ -82,16 +83,33 @@ struct matmul_operand {
 /// The result type of a call that does not compile (only its static_asserts are reported).
 struct invalid_matmul {};
 
-template <typename X>
-matmul_operand operand_of(const X& x) {
-  return {x.groups() ? static_cast<const void*>(&x.groups().state()) : nullptr, x.rows(), x.cols(), x.released()};
+/// check_matmul_operands for operands of these types (c null for matmul); `Call` adds what else
+/// tells the call's types apart (its variant, a memory budget).
+template <typename Call = void, typename A, typename B, typename C>
+void check_operands(const char* operation, const A& a, const B& b, const C* c, const MatmulShape* budget = nullptr) {
+  const OperandFacts facts[] = {a.facts("A"), b.facts("B"), c ? c->facts("C") : OperandFacts{}};
+  const std::int64_t shapes[] = {a.rows(), a.cols(), b.rows(), b.cols(), c ? c->rows() : 0, c ? c->cols() : 0};
+  check_matmul_operands(operation, std::span<const OperandFacts>(facts, c ? 3 : 2), shapes,
+                        type_fingerprint<A, B, C, Call>, budget);
 }
 
-template <typename A, typename B, typename C>
-void check_operands(const char* operation, const A& a, const B& b, const C* c) {
-  const matmul_operand oa = operand_of(a), ob = operand_of(b);
-  const matmul_operand oc = c ? operand_of(*c) : matmul_operand{};
-  check_matmul_operands(operation, a.valid() ? &a.groups().world() : nullptr, oa, ob, c ? &oc : nullptr);
+/// Whether the memory of this rank's blocks of x and y overlaps (an empty block overlaps
+/// nothing): then a product into one of them reads the other through a temporary.
+template <typename X, typename Y>
+bool blocks_overlap(const X& x, const Y& y) {
+  const auto span_of = [](const auto& z) -> std::pair<const char*, const char*> {
+    const char* first = reinterpret_cast<const char*>(z.data());
+    std::int64_t last = 0;  // the largest element offset (strides are checked non-negative)
+    for (std::size_t d = 0; d < std::remove_cvref_t<decltype(z)>::rank; ++d) {
+      if (z.local_extents()[d] == 0) return {first, first};
+      last += (z.local_extents()[d] - 1) * z.local_strides()[d];
+    }
+    using S = typename std::remove_cvref_t<decltype(z)>::scalar_type;
+    return {first, first + (last + 1) * static_cast<std::int64_t>(sizeof(S))};
+  };
+  const auto [x0, x1] = span_of(x);
+  const auto [y0, y1] = span_of(y);
+  return x0 != x1 && y0 != y1 && x0 < y1 && y0 < x1;
 }
 
 /// Runs the plan into `out`, this rank's block of C, contiguous in the storage order OC.
@@ -331,7 +349,7 @@ auto block_cyclic_matmul(const A& a, const B& b) {
   using Plan = block_cyclic_matmul_plan<M, typename A::sharding, typename B::sharding, ShC, Variant>;
   using Result = ShardedMatrix<Scalar, M, typename Plan::output_sharding, Eigen::ColMajor>;
   if constexpr (Plan::has_in_place) {
-    check_operands<A, B, Result>("shardwise::matmul", a, b, nullptr);
+    check_operands<Plan>("shardwise::matmul", a, b, static_cast<const Result*>(nullptr));
     const MatmulShape shape{.m = a.rows(), .k = a.cols(), .n = b.cols()};
     if (Plan::uses_in_place(a.groups().mesh(), shape, static_cast<std::int64_t>(sizeof(Scalar)))) {
       static_assert(A::storage_order == Eigen::ColMajor && B::storage_order == Eigen::ColMajor,
@@ -376,8 +394,7 @@ auto matmul(const ShardedMatrix<Scalar, M, ShA, OA, WA>& a, const ShardedMatrix<
     return detail::invalid_matmul{};  // the plan's static_assert said why; nothing more to report
   } else {
     using Result = ShardedMatrix<Scalar, M, typename Plan::output_sharding>;
-    detail::check_operands<ShardedMatrix<Scalar, M, ShA, OA, WA>, ShardedMatrix<Scalar, M, ShB, OB, WB>, Result>(
-        "shardwise::matmul", a, b, nullptr);
+    detail::check_operands<Plan>("shardwise::matmul", a, b, static_cast<const Result*>(nullptr));
     Result c(a.groups(), a.rows(), b.cols(), detail::uninitialized);
     detail::run_matmul<Plan>(c, a, b);
     return c;
@@ -395,12 +412,10 @@ auto matmul(const ShardedMatrix<Scalar, M, ShA, OA, WA>& a, const ShardedMatrix<
                                               static_cast<std::int64_t>(sizeof(Scalar))>) > 0);
   using Plan = matmul_plan<M, ShA, ShB, ShC, Variant>;
   using Result = ShardedMatrix<Scalar, M, typename Plan::output_sharding>;
-  // The shapes are agreed across ranks first, so a shape unlike the budget's is the same error on every rank.
-  detail::check_operands<ShardedMatrix<Scalar, M, ShA, OA, WA>, ShardedMatrix<Scalar, M, ShB, OB, WB>, Result>(
-      "shardwise::matmul", a, b, nullptr);
-  if (a.rows() != Shape.m || a.cols() != Shape.k || b.rows() != Shape.k || b.cols() != Shape.n)
-    detail::fail({"shardwise::matmul: the memory budget was checked for m = ", Shape.m, ", k = ", Shape.k, ", n = ",
-                  Shape.n, " but A is ", a.rows(), " x ", a.cols(), " and B is ", b.rows(), " x ", b.cols()});
+  // The budget's shape is agreed across ranks with the operands' shapes, so a shape unlike the
+  // budget's (or a budget of another shape on one rank) is the same error on every rank.
+  constexpr MatmulShape budget = Shape;
+  detail::check_operands<Plan>("shardwise::matmul", a, b, static_cast<const Result*>(nullptr), &budget);
   Result c(a.groups(), a.rows(), b.cols(), detail::uninitialized);
   detail::run_matmul<Plan>(c, a, b);
   return c;
@@ -415,8 +430,8 @@ void matmul_into(ShardedMatrix<Scalar, M, ShC, OC>& c, const ShardedMatrix<Scala
                  const ShardedMatrix<Scalar, M, ShB, OB, WB>& b, Variant = {}) {
   using Plan = matmul_plan<M, ShA, ShB, ShC, Variant>;
   if constexpr (Plan::compiles) {
-    detail::check_operands("shardwise::matmul_into", a, b, &c);
-    const bool aliased = c.local().data() == a.local().data() || c.local().data() == b.local().data();
+    detail::check_operands<Plan>("shardwise::matmul_into", a, b, &c);
+    const bool aliased = detail::blocks_overlap(c, a) || detail::blocks_overlap(c, b);
     if (!aliased) return detail::run_matmul<Plan>(c, a, b);
     ShardedMatrix<Scalar, M, ShC, OC> result(c.groups(), c.rows(), c.cols(), detail::uninitialized);
     detail::run_matmul<Plan>(result, a, b);
@@ -452,8 +467,8 @@ void matmul_into(ShardedMatrix<Scalar, M, ShC, OC, View> c, const ShardedMatrix<
                  const ShardedMatrix<Scalar, M, ShB, OB, WB>& b, Variant = {}) {
   using Plan = matmul_plan<M, ShA, ShB, ShC, Variant>;
   if constexpr (Plan::compiles) {
-    detail::check_operands("shardwise::matmul_into", a, b, &c);
-    const bool aliased = c.data() == a.local().data() || c.data() == b.local().data();
+    detail::check_operands<Plan>("shardwise::matmul_into", a, b, &c);
+    const bool aliased = detail::blocks_overlap(c, a) || detail::blocks_overlap(c, b);
     if (detail::contiguous_block(c) && !aliased) return detail::run_matmul_into<Plan, OC>(c.data(), a, b);
     ShardedMatrix<Scalar, M, ShC, OC> result(c.groups(), c.rows(), c.cols(), detail::uninitialized);
     detail::run_matmul<Plan>(result, a, b);
@@ -476,8 +491,8 @@ void gemm(std::type_identity_t<Scalar> alpha, const ShardedMatrix<Scalar, M, ShA
           ShardedMatrix<Scalar, M, ShC, OC>& c, Variant = {}) {
   using Plan = matmul_plan<M, ShA, ShB, ShC, Variant>;
   if constexpr (Plan::compiles) {
-    detail::check_operands("shardwise::gemm", a, b, &c);
-    const bool aliased = c.local().data() == a.local().data() || c.local().data() == b.local().data();
+    detail::check_operands<Plan>("shardwise::gemm", a, b, &c);
+    const bool aliased = detail::blocks_overlap(c, a) || detail::blocks_overlap(c, b);
     if (!aliased) return detail::run_matmul<Plan>(c, a, b, alpha, beta);
     ShardedMatrix<Scalar, M, ShC, OC> product(c.groups(), c.rows(), c.cols(), detail::uninitialized);
     detail::run_matmul<Plan>(product, a, b);
@@ -496,8 +511,8 @@ void gemm(std::type_identity_t<Scalar> alpha, const ShardedMatrix<Scalar, M, ShA
           ShardedMatrix<Scalar, M, ShC, OC, View> c, Variant = {}) {
   using Plan = matmul_plan<M, ShA, ShB, ShC, Variant>;
   if constexpr (Plan::compiles) {
-    detail::check_operands("shardwise::gemm", a, b, &c);
-    const bool aliased = c.data() == a.data() || c.data() == b.data();
+    detail::check_operands<Plan>("shardwise::gemm", a, b, &c);
+    const bool aliased = detail::blocks_overlap(c, a) || detail::blocks_overlap(c, b);
     if (detail::contiguous_block(c) && !aliased) return detail::run_matmul_into<Plan, OC>(c.data(), a, b, alpha, beta);
     ShardedMatrix<Scalar, M, ShC, OC> product(c.groups(), c.rows(), c.cols(), detail::uninitialized);
     detail::run_matmul<Plan>(product, a, b);
@@ -577,6 +592,31 @@ void gemm(const Alpha&, const A&, const B&, const Beta&, C&, Variant...) {
                 "scalar type on one Mesh (alpha and beta convert to that type); an Eigen matrix becomes one with "
                 "ShardedMatrix<Scalar, Mesh, Sharding>::distribute(groups, matrix), another scalar type with a "
                 ".cast<Scalar>() of it");
+}
+
+namespace detail {
+/// Alpha and beta of a gemm on arrays of type A: both convert to A's scalar type.
+template <typename Alpha, typename Beta, typename A>
+concept gemm_scalars = std::is_convertible_v<const Alpha&, typename A::scalar_type> &&
+                       std::is_convertible_v<const Beta&, typename A::scalar_type>;
+/// C of a gemm or matmul_into that cannot be written: a read-only view.
+template <typename C>
+concept read_only_output = std::is_same_v<typename std::remove_cvref_t<C>::ownership, ConstView>;
+}  // namespace detail
+
+/// Alpha or beta that does not convert to the arrays' scalar type (a complex alpha for real
+/// arrays), or a C that is a read-only view: the static_assert that says so, at the call.
+template <typename Alpha, typename A, typename B, typename Beta, typename C, typename... Variant>
+  requires(detail::gemm_operands<A, B, std::remove_cvref_t<C>> &&
+           (!detail::gemm_scalars<Alpha, Beta, A> || detail::read_only_output<C>))
+void gemm(const Alpha&, const A&, const B&, const Beta&, C&&, Variant...) {
+  static_assert(detail::gemm_scalars<Alpha, Beta, A>,
+                "shardwise::gemm(alpha, A, B, beta, C): alpha and beta must convert to the arrays' scalar type (a "
+                "complex alpha or beta needs complex arrays); convert the scalars, or the arrays with a "
+                ".cast<Scalar>() of their global matrices");
+  static_assert(!detail::read_only_output<C>,
+                "shardwise::gemm(alpha, A, B, beta, C): C is a read-only view (ConstView: a view of const memory); "
+                "make C's view from a pointer to non-const memory, or give an owning matrix");
 }
 
 /// The same for matmul_into.

@@ -4,12 +4,17 @@
 //   // Each rank already holds its block of A in a column-major buffer with a leading dimension
 //   // lld >= local rows (a ScaLAPACK local array, a user's std::vector):
 //   using A_t = sw::ShardedMatrix<double, Grid, ShA, Eigen::ColMajor>;
-//   auto a  = sw::view<A_t>(groups, {m, k}, buffer.data(), {1, lld});   // no copy
+//   auto a  = sw::view<A_t>(groups, {m, k}, buffer.data(), {1, lld}, {m_local, k_local});  // no copy
 //   auto b  = sw::view<B_t>(groups, {k, n}, eigen_map);                  // an Eigen::Map, Ref or Matrix
 //   auto c  = sw::matmul(a, b);                                           // an owning result
 //   auto d  = sw::matmul(sw::transposed(c), b2);                          // Cᵀ B2, nothing copied to transpose
-//   auto x  = sw::view<X_t>(groups, {b, s, m}, data, {s * ld, ld, 1});   // a tensor, rows padded to ld
+//   auto x  = sw::view<X_t>(groups, {b, s, m}, data, {s * ld, ld, 1}, local);  // a tensor, rows padded to ld
 //   auto xt = sw::permuted<0, 2, 1>(x);                                   // [b, m, s], no copy
+//
+// The block a rank holds is the one the sharding gives it: sw::local_extents_of<A_t>(groups,
+// {m, k}) and sw::local_offsets_of say which (Split<...>: part i of n over p parts starts at
+// floor(i n / p): the extra elements are spread over the later parts), and the view checks the caller's
+// local extents against it on every rank.
 //
 // A view is a DistributedArray (shardwise/distributed_array.hpp) whose ownership is View
 // (writable) or ConstView: the same global extents, sharding, layout and groups as the owning
@@ -128,6 +133,19 @@ struct permuted_layout<SequenceMajor<Order>, Rank, P...> {
   using type = SequenceMajor<Order>;
 };
 
+/// This rank's block of an array of type A and global `extents`: its extents and offsets.
+template <typename A, MeshType M>
+std::pair<typename A::extents_type, typename A::extents_type> block_of(const ProcessGroupMesh<M>& groups,
+                                                                       const typename A::extents_type& extents) {
+  static_assert(std::is_same_v<M, typename A::mesh_type>,
+                "shardwise::local_extents_of: the ProcessGroupMesh is over another Mesh than the array type");
+  std::pair<typename A::extents_type, typename A::extents_type> block{};
+  tensor_extents strides{};
+  place_array(static_cast<int>(A::rank), extents.data(), A::axes, A::cycles, groups.geometry(), nullptr,
+              block.first.data(), block.second.data(), strides, "shardwise::local_extents_of");
+  return block;
+}
+
 /// The view type of array type A over elements E (const or not).
 template <typename A, typename E>
 struct view_type_of;
@@ -143,10 +161,30 @@ struct view_type_of<DistributedArray<Scalar, M, Sh, L, W>, E> {
 
 /// A view of the caller's memory as this rank's block of an array of type A (an array type,
 /// which gives the scalar type, mesh, sharding and layout): global `extents`, this rank's
-/// element (i0, i1, ...) at data[i0 * strides[0] + i1 * strides[1] + ...]; a const pointer
-/// gives a ConstView. Collective (see the top of this file).
+/// element (i0, i1, ...) at data[i0 * strides[0] + i1 * strides[1] + ...], and `local_extents`
+/// the extents of the block the caller holds there, which must be the block the sharding gives
+/// this rank (sw::local_extents_of<A>(groups, extents) says which); a const pointer gives a
+/// ConstView. Collective (see the top of this file): a block of other extents, strides under
+/// which two elements share an address (a leading dimension below the block's rows), or a
+/// writable view with stride 0 along more than one element is the same error on every rank.
 template <typename A, typename E, MeshType M>
   requires detail::is_distributed_array_v<A>
+auto view(const ProcessGroupMesh<M>& groups, const typename A::extents_type& extents, E* data,
+          const typename A::extents_type& strides, const typename A::extents_type& local_extents) {
+  static_assert(std::is_same_v<M, typename A::mesh_type>,
+                "shardwise::view: the ProcessGroupMesh is over another Mesh than the array type; declare the "
+                "array on the same Mesh<...> as the groups");
+  using V = typename detail::view_type_of<A, E>::type;
+  return V(groups, extents, data, strides, local_extents);
+}
+
+/// The same without the block's extents: the view cannot check that the caller's block follows
+/// the sharding's partition (a block laid out by another rule is then silently read wrong).
+template <typename A, typename E, MeshType M>
+  requires detail::is_distributed_array_v<A>
+[[deprecated("shardwise::view: give this rank's local extents as a fifth argument, "
+             "sw::view<A>(groups, extents, data, strides, local_extents), so that a block laid out by another "
+             "partition rule is an error instead of a wrong answer")]]
 auto view(const ProcessGroupMesh<M>& groups, const typename A::extents_type& extents, E* data,
           const typename A::extents_type& strides) {
   static_assert(std::is_same_v<M, typename A::mesh_type>,
@@ -177,18 +215,25 @@ auto view(const ProcessGroupMesh<M>& groups, std::array<std::int64_t, 2> global_
   const std::array<std::int64_t, 2> strides = Derived::IsRowMajor ? std::array<std::int64_t, 2>{outer, inner}
                                                                   : std::array<std::int64_t, 2>{inner, outer};
   using V = typename detail::view_type_of<Retyped, E>::type;
-  // The block's shape is checked with the global shape: a wrong one is every rank's error.
-  LocalProblem problem;
-  const detail::block_geometry& geo = groups.geometry();
-  const std::int64_t want_rows = global_extents[0] < 0 ? 0 : geo.extent(global_extents[0], V::axes.dim(0));
-  const std::int64_t want_cols = global_extents[1] < 0 ? 0 : geo.extent(global_extents[1], V::axes.dim(1));
-  if (block.rows() != want_rows || block.cols() != want_cols)
-    problem.set(detail::message({"the Eigen block is ", static_cast<std::int64_t>(block.rows()), " x ",
-                                 static_cast<std::int64_t>(block.cols()), " but this rank's block of a ",
-                                 global_extents[0], " x ", global_extents[1], " matrix is ", want_rows, " x ",
-                                 want_cols}));
-  V::agree_among(groups, global_extents, problem, "shardwise::view", "the global shapes", "global rows|global columns");
-  return V(groups, global_extents, block.data(), strides, detail::view_unchecked_t{});
+  return V(groups, global_extents, block.data(), strides,
+           {static_cast<std::int64_t>(block.rows()), static_cast<std::int64_t>(block.cols())}, "the Eigen block");
+}
+
+/// The extents of the block that array type A gives this rank of `groups` for global
+/// `extents` (ScaLAPACK's NUMROC, per dimension): what a caller allocates before sw::view.
+/// Local: no communication.
+template <typename A, MeshType M>
+  requires detail::is_distributed_array_v<A>
+typename A::extents_type local_extents_of(const ProcessGroupMesh<M>& groups, const typename A::extents_type& extents) {
+  return detail::block_of<A>(groups, extents).first;
+}
+
+/// Where that block starts: the global index of its first element in each dimension (for a
+/// block-cyclic dimension, of its first local index: ScaLAPACK's INDXL2G of 0). Local.
+template <typename A, MeshType M>
+  requires detail::is_distributed_array_v<A>
+typename A::extents_type local_offsets_of(const ProcessGroupMesh<M>& groups, const typename A::extents_type& extents) {
+  return detail::block_of<A>(groups, extents).second;
 }
 
 /// The array with its dimensions reordered (dimension i of the result is dimension P[i] of
@@ -219,9 +264,15 @@ auto permuted(const X& x) {
              detail::view_unchecked_t{});
   }
 }
-/// A permuted view of a temporary would dangle: keep the array in a variable first.
+/// A permuted view of a temporary would dangle: the static_assert that says so (a deleted
+/// overload's "call to deleted function" would not say why).
 template <std::size_t... P, typename Scalar, MeshType M, typename Sh, typename L>
-void permuted(DistributedArray<Scalar, M, Sh, L, Owning>&&) = delete;
+auto permuted(DistributedArray<Scalar, M, Sh, L, Owning>&& x) {
+  static_assert(detail::dependent_false<Sh>,
+                "shardwise::permuted: the array is a temporary, so its view would dangle; keep the array in a "
+                "variable first");
+  return permuted<P...>(static_cast<const DistributedArray<Scalar, M, Sh, L, Owning>&>(x));
+}
 
 /// The transpose of a matrix (any array of two dimensions) as a view of the same block:
 /// permuted<1, 0>, with the extents, sharding, storage order and strides swapped, nothing copied
@@ -233,9 +284,14 @@ auto transposed(const X& x) {
                 "dimensions; owning or a view); for an N-D tensor, use shardwise::permuted<...>");
   if constexpr (detail::is_distributed_array_v<X> && X::rank == 2) return permuted<1, 0>(x);
 }
-/// A transposed view of a temporary would dangle: keep the matrix in a variable first.
+/// A transposed view of a temporary would dangle: the static_assert that says so.
 template <typename Scalar, MeshType M, typename Sh, typename L>
-void transposed(DistributedArray<Scalar, M, Sh, L, Owning>&&) = delete;
+auto transposed(DistributedArray<Scalar, M, Sh, L, Owning>&& x) {
+  static_assert(detail::dependent_false<Sh>,
+                "shardwise::transposed: the matrix is a temporary, so its view would dangle; keep the matrix in a "
+                "variable first");
+  return transposed(static_cast<const DistributedArray<Scalar, M, Sh, L, Owning>&>(x));
+}
 
 /// The conjugate transpose Aᴴ, BLAS's op 'C': for real scalars, transposed(a) (a view, nothing
 /// copied). For complex scalars, an owning matrix with the transposed sharding and storage
@@ -259,9 +315,14 @@ auto adjoint(const X& x) {
     return result;
   }
 }
-/// The adjoint of a real temporary would be a dangling view: keep the matrix in a variable first.
+/// The adjoint of a real temporary would be a dangling view: the static_assert that says so.
 template <typename Scalar, MeshType M, typename Sh, typename L>
   requires(!detail::is_complex_v<Scalar>)
-void adjoint(DistributedArray<Scalar, M, Sh, L, Owning>&&) = delete;
+auto adjoint(DistributedArray<Scalar, M, Sh, L, Owning>&& x) {
+  static_assert(detail::dependent_false<Sh>,
+                "shardwise::adjoint: the real matrix is a temporary, and its adjoint is a view that would dangle; "
+                "keep the matrix in a variable first");
+  return adjoint(static_cast<const DistributedArray<Scalar, M, Sh, L, Owning>&>(x));
+}
 
 }  // namespace shardwise

@@ -49,12 +49,19 @@ inline std::atomic<CheckLevel>& check_level() {
 /// error path, so a call that goes well allocates nothing.
 class LocalProblem {
  public:
+  /// The exception a problem is reported with: a bad value (std::invalid_argument), or a
+  /// misuse of an object (std::logic_error: an array moved from or released).
+  enum class Kind { invalid_argument, logic_error };
   /// No problem recorded.
   LocalProblem() = default;
   /// Records `text` unless a problem is already recorded (the first one is reported).
-  void set(std::string text) {
-    if (text_.empty()) text_ = std::move(text);
+  void set(std::string text, Kind kind = Kind::invalid_argument) {
+    if (!text_.empty()) return;
+    text_ = std::move(text);
+    kind_ = kind;
   }
+  /// The kind of the recorded problem.
+  [[nodiscard]] Kind kind() const noexcept { return kind_; }
   /// True once a problem has been recorded.
   [[nodiscard]] bool found() const noexcept { return !text_.empty(); }
   /// The recorded problem; empty when none was.
@@ -62,9 +69,23 @@ class LocalProblem {
 
  private:
   std::string text_;
+  Kind kind_ = Kind::invalid_argument;
 };
 
 namespace detail {
+
+/// Throws `problem` after "operation: ", as the exception its kind names.
+[[noreturn, gnu::cold, gnu::noinline]] SHARDWISE_DECL void throw_problem(std::string_view operation,
+                                                                        const std::string& text,
+                                                                        LocalProblem::Kind kind)
+#if SHARDWISE_RUNTIME_DEFINITIONS  // else compiled once: see detail/separate_compilation.hpp
+{
+  if (kind == LocalProblem::Kind::logic_error) fail<std::logic_error>({operation, ": ", text});
+  fail({operation, ": ", text});
+}
+#else
+;
+#endif
 
 /// The note of a disagreement on the shape of arrays that already exist: where it came from.
 inline constexpr std::string_view constructed_locally =
@@ -174,16 +195,20 @@ inline constexpr std::string_view constructed_locally =
 
 /// The first rank with a problem (`first`, its rank in `comm`) tells everyone what it is:
 /// returns its text followed by " (on rank R)", R that rank's world rank (`world_rank` on each
-/// rank, or its rank in `comm` when negative), the same on every rank. (The communicators move
-/// numbers, so the characters travel as ints; this is the error path.) Collective over `comm`.
+/// rank, or its rank in `comm` when negative), the same on every rank, and sets `kind` to its
+/// kind. (The communicators move numbers, so the characters travel as ints; this is the error
+/// path.) Collective over `comm`.
 [[gnu::cold, gnu::noinline]] SHARDWISE_DECL std::string first_problem_text(AnyCommunicator& comm, int first,
-                                                                          const LocalProblem& problem, int world_rank)
+                                                                          const LocalProblem& problem, int world_rank,
+                                                                          LocalProblem::Kind& kind)
 #if SHARDWISE_RUNTIME_DEFINITIONS  // else compiled once: see detail/separate_compilation.hpp
 {
   const bool me = comm.rank() == first;
-  std::int64_t header[2] = {me ? static_cast<std::int64_t>(problem.text().size()) : 0,
-                            me ? (world_rank >= 0 ? world_rank : first) : 0};
-  comm.broadcast(std::span<std::int64_t>(header, 2), first);
+  std::int64_t header[3] = {me ? static_cast<std::int64_t>(problem.text().size()) : 0,
+                            me ? (world_rank >= 0 ? world_rank : first) : 0,
+                            me ? static_cast<std::int64_t>(problem.kind()) : 0};
+  comm.broadcast(std::span<std::int64_t>(header, 3), first);
+  kind = static_cast<LocalProblem::Kind>(header[2]);
   std::vector<int> chars(static_cast<std::size_t>(header[0]));
   if (me) std::copy(problem.text().begin(), problem.text().end(), chars.begin());
   comm.broadcast(std::span<int>(chars), first);
@@ -193,14 +218,16 @@ inline constexpr std::string_view constructed_locally =
 ;
 #endif
 
-/// The same, thrown as std::invalid_argument after "operation: " on every rank.
+/// The same, thrown after "operation: " on every rank as the exception its kind names.
 [[noreturn, gnu::cold, gnu::noinline]] SHARDWISE_DECL void throw_first_problem(AnyCommunicator& comm, int first,
                                                                               const LocalProblem& problem,
                                                                               std::string_view operation,
                                                                               int world_rank)
 #if SHARDWISE_RUNTIME_DEFINITIONS  // else compiled once: see detail/separate_compilation.hpp
 {
-  fail({operation, ": ", first_problem_text(comm, first, problem, world_rank)});
+  LocalProblem::Kind kind{};
+  const std::string text = first_problem_text(comm, first, problem, world_rank, kind);
+  throw_problem(operation, text, kind);
 }
 #else
 ;
@@ -225,7 +252,7 @@ inline constexpr std::string_view constructed_locally =
 #if SHARDWISE_RUNTIME_DEFINITIONS  // else compiled once: see detail/separate_compilation.hpp
 {
   if (check_level().load(std::memory_order_relaxed) == CheckLevel::local) {
-    if (problem.found()) detail::fail({operation, ": ", problem.text()});
+    if (problem.found()) detail::throw_problem(operation, problem.text(), problem.kind());
     return;
   }
   // One max-reduction finds both the largest and (negated) the smallest of each value, and the
@@ -249,6 +276,53 @@ inline constexpr std::string_view constructed_locally =
 ;
 #endif
 
+/// What the agreement of an operation needs of one of its operands, whatever its type.
+struct OperandFacts {
+  const char* role = "A";                ///< what the operation calls it: "A", "x", "C"
+  const char* noun = "matrix";           ///< "matrix", "tensor", "vector"
+  const void* groups = nullptr;          ///< the group state it is bound to (null: none)
+  AnyCommunicator* world = nullptr;      ///< its mesh's world (null: none)
+  bool usable = true;                    ///< false once moved from or released
+  bool released = false;                 ///< release() moved its block out
+};
+
+/// The one agreement of an operation on `operands`: what each rank finds wrong with its own
+/// operands (one moved from or released, operands bound to different ProcessGroupMesh objects)
+/// joins `problem`, and `values` (extents, a fingerprint of the operation's types, ...) must be
+/// equal on every rank; then every rank throws the same exception, or none does (see
+/// agree_on_all_ranks; collective over the first operand's world). Only where no operand has a
+/// world at all (nothing to agree over) does a rank throw alone.
+[[gnu::noinline]] SHARDWISE_DECL void agree_on_operands(std::span<const OperandFacts> operands,
+                                                       std::span<const std::int64_t> values, LocalProblem problem,
+                                                       std::string_view operation, std::string_view what,
+                                                       std::string_view names, std::string_view note = {})
+#if SHARDWISE_RUNTIME_DEFINITIONS  // else compiled once: see detail/separate_compilation.hpp
+{
+  AnyCommunicator* world = nullptr;
+  const void* groups = nullptr;
+  for (const OperandFacts& operand : operands) {
+    if (!operand.usable)
+      problem.set(detail::unusable_text(operand.role, operand.noun, operand.released), LocalProblem::Kind::logic_error);
+    if (world == nullptr && operand.world != nullptr) {
+      world = operand.world;
+      groups = operand.groups;
+    }
+  }
+  for (const OperandFacts& operand : operands)
+    if (operand.groups != nullptr && operand.groups != groups)
+      problem.set(operands.size() == 2
+                      ? "the operands are bound to different ProcessGroupMesh objects; build both from the same one"
+                      : "the operands are bound to different ProcessGroupMesh objects; build all from the same one");
+  if (world == nullptr) {
+    if (problem.found()) detail::throw_problem(operation, problem.text(), problem.kind());
+    throw std::logic_error(std::string(operation).append(": no operand is bound to a ProcessGroupMesh"));
+  }
+  agree_on_all_ranks(*world, values, problem, operation, what, names, note);
+}
+#else
+;
+#endif
+
 /// The same over a group that `group_of()` gives, looked up (and so perhaps created) only
 /// when the check communicates; without a group (nullptr: a group of one) only a rank's own
 /// problem can be reported.
@@ -258,7 +332,7 @@ void agree_within(GroupOf&& group_of, std::span<const std::int64_t> values, cons
                   std::string_view note = {}, int world_rank = -1) {
   AnyCommunicator* group = check_level().load(std::memory_order_relaxed) == CheckLevel::local ? nullptr : group_of();
   if (group != nullptr) return agree_on_all_ranks(*group, values, problem, operation, what, names, note, world_rank);
-  if (problem.found()) detail::fail({operation, ": ", problem.text()});
+  if (problem.found()) detail::throw_problem(operation, problem.text(), problem.kind());
 }
 
 }  // namespace shardwise

@@ -59,17 +59,26 @@ template <typename E = std::invalid_argument>
   throw E(message(pieces));
 }
 
-/// The std::logic_error for an array that was moved from or released: `kind` is "matrix" or
-/// "tensor", `role` what the operation calls it ("A").
+/// What is wrong with an array that was moved from or released: `kind` is "matrix" or
+/// "tensor", `role` what the operation calls it ("A"), without the operation's name.
+[[gnu::cold, gnu::noinline]] SHARDWISE_DECL std::string unusable_text(const char* role, const char* kind, bool released)
+#if SHARDWISE_RUNTIME_DEFINITIONS  // else compiled once: see detail/separate_compilation.hpp
+{
+  if (released)
+    return message({role, " was released (release() moved its block out); build a new ", kind,
+                    " from the block with from_local, or assign one to it"});
+  return message({role, " was moved from (it no longer holds a block); use the ", kind, " it was moved into"});
+}
+#else
+;
+#endif
+
+/// The std::logic_error for an array that was moved from or released, after "operation: ".
 [[noreturn, gnu::cold, gnu::noinline]] SHARDWISE_DECL void throw_unusable(const char* operation, const char* role,
                                                                          const char* kind, bool released)
 #if SHARDWISE_RUNTIME_DEFINITIONS  // else compiled once: see detail/separate_compilation.hpp
 {
-  if (released)
-    fail<std::logic_error>({operation, ": ", role, " was released (release() moved its block out); build a new ", kind,
-                            " from the block with from_local, or assign one to it"});
-  fail<std::logic_error>({operation, ": ", role, " was moved from (it holds no block and no groups); use the ", kind,
-                          " it was moved into"});
+  fail<std::logic_error>({operation, ": ", unusable_text(role, kind, released)});
 }
 #else
 ;

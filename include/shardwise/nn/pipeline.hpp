@@ -297,7 +297,8 @@ class PipelineEngine {
     if (first < 0) return;
     LocalProblem problem;
     if (failure.happened()) problem.set(failure.text);
-    const std::string text = cross_rank ? detail::first_problem_text(*comm_, first, problem, -1) : failure.text;
+    LocalProblem::Kind kind{};
+    const std::string text = cross_rank ? detail::first_problem_text(*comm_, first, problem, -1, kind) : failure.text;
     const PipelineError error(detail::message({"shardwise::PipelineEngine::run: stage ", first, "'s ", text,
                                                "; every stage stopped computing after it and finished the schedule"}));
     if (stage_ != first) throw error;
