@@ -12,6 +12,11 @@
 // contexts, arguments that differ across ranks, a BLACS whose grid communicator is numbered
 // otherwise, no plan within the memory budget, an operand of more than 2^31 - 1 elements.
 //
+// A call that one process holds entirely (sub(A), sub(B) and sub(C) on the same process, e.g.
+// sub(C) a single block) is computed by that process alone, with no agreement across the ranks
+// (each decides from the arguments, which ScaLAPACK requires to be the same everywhere), as
+// PDGEMM does; the report counts these calls as "local".
+//
 // Environment:
 //   SHARDWISE_PGEMM_REPORT=1       at exit, rank 0 of MPI_COMM_WORLD prints what its calls did
 //   SHARDWISE_PGEMM_BUDGET_MIB=N   the plans' memory per rank (default: see pgemm.hpp)
@@ -42,9 +47,11 @@ void report() {
   const sc::PgemmStats s = sc::pgemm_stats();
   std::fprintf(stderr,
                "shardwise p?gemm (rank 0): %lld calls: %lld planned by shardwise, %lld without a product, %lld handed "
-               "to ScaLAPACK; %.1f MiB redistributed, %.1f MiB in plans\n",
+               "to ScaLAPACK; %lld local (one process holds the whole product: no communication); %.1f MiB "
+               "redistributed, %.1f MiB in plans\n",
                static_cast<long long>(s.calls), static_cast<long long>(s.planned),
                static_cast<long long>(s.without_product), static_cast<long long>(fallbacks),
+               static_cast<long long>(s.local),
                static_cast<double>(s.redistributed_bytes) / (1 << 20), static_cast<double>(s.plan_bytes) / (1 << 20));
 }
 

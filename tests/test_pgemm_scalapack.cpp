@@ -10,6 +10,14 @@
 // {1, 2, 7, 64} chosen separately for A, B and C, random RSRC/CSRC, LLD with padding, alpha
 // and beta random, 0 or 1, and beta = 0 with NaN in C (which must not be read).
 //
+// Then, per grid, calls that one process holds entirely (pgemm's local path, no agreement):
+// sub(C) inside one block (M, N up to MB, NB; IC, JC anywhere in the block), sub(A) and sub(B)
+// inside blocks of the same process (RSRC/CSRC chosen so, often not 0; on a grid dimension of
+// one process the submatrices may span several blocks), N/T/C, all four types, beta = 0 with
+// NaN in C; each checked to have taken that path, and C's elements outside sub(C), LLD padding
+// included, bit for bit unchanged. Every fourth such call is moved just outside the path
+// (sub(C) across two blocks of different processes) and must take the general path.
+//
 //   mpiexec -n P test_pgemm_scalapack [cases per grid]
 #include <mpi.h>
 
@@ -123,6 +131,129 @@ struct Failure {
   int count = 0;
 };
 
+/// Whether local element `offset` of a C made by make_array lies in sub(C) (rows [ic, ic + m),
+/// columns [jc, jc + n), 1-based): LLD padding never does.
+template <typename T>
+bool in_sub_c(const sc::Grid& g, const LocalArray<T>& c, std::size_t offset, int ic, int jc, int m, int n) {
+  const sc::BlockCyclicDim r{c.desc[2], c.desc[4], c.desc[6], g.rows}, cl{c.desc[3], c.desc[5], c.desc[7], g.cols};
+  const auto li = static_cast<std::int64_t>(offset % static_cast<std::size_t>(c.desc[8]));
+  const auto lj = static_cast<std::int64_t>(offset / static_cast<std::size_t>(c.desc[8]));
+  if (li >= r.local_extent(g.row) || lj >= cl.local_extent(g.col)) return false;
+  const std::int64_t gi = r.global_index(li, g.row), gj = cl.global_index(lj, g.col);
+  return gi >= ic - 1 && gi < ic - 1 + m && gj >= jc - 1 && gj < jc - 1 + n;
+}
+
+enum class Path { local, general };
+
+/// One call on both sides and the verdict: the same sub(C) as ScaLAPACK's (the tolerance of
+/// run_case), the elements outside sub(C) (LLD padding included) bit for bit as they were, and
+/// the path pgemm took (local: PgemmStats::local counted on every rank; general: not).
+template <typename T>
+void check_path_case(const sc::Grid& g, const std::string& grid_text, Failure& failures, Path path, char ta, char tb,
+                     int m, int n, int k, T alpha, const LocalArray<T>& a, int ia, int ja, const LocalArray<T>& b,
+                     int ib, int jb, T beta, const LocalArray<T>& c, int ic, int jc, bool nan_c) {
+  auto c_ref = c, c_sw = c;
+  reference_pgemm<T>(&ta, &tb, &m, &n, &k, &alpha, a.data.data(), &ia, &ja, a.desc, b.data.data(), &ib, &jb, b.desc,
+                     &beta, c_ref.data.data(), &ic, &jc, c_ref.desc);
+  const std::int64_t local_before = sc::pgemm_stats().local;
+  const sc::PgemmOutcome outcome = sc::pgemm<T>(ta, tb, m, n, k, alpha, a.data.data(), ia, ja, a.desc, b.data.data(),
+                                                ib, jb, b.desc, beta, c_sw.data.data(), ic, jc, c_sw.desc, g);
+  const bool took_local = sc::pgemm_stats().local == local_before + 1;
+  double largest = 0, worst = 0;
+  int bad = 0;  // NaN on one side only, a changed element outside sub(C), the wrong path
+  for (std::size_t i = 0; i < c_ref.data.size(); ++i) {
+    if (!in_sub_c(g, c, i, ic, jc, m, n)) {
+      const bool same = is_nan(c.data[i]) ? is_nan(c_sw.data[i]) : c_sw.data[i] == c.data[i];
+      bad += !same;
+      continue;
+    }
+    const bool nan_ref = is_nan(c_ref.data[i]), nan_sw = is_nan(c_sw.data[i]);
+    if (nan_ref || nan_sw) {
+      bad += nan_ref != nan_sw;
+      continue;
+    }
+    largest = std::max(largest, magnitude(c_ref.data[i]));
+    worst = std::max(worst, magnitude(c_ref.data[i] - c_sw.data[i]));
+  }
+  bad += outcome.result != sc::PgemmResult::computed;
+  bad += took_local != (path == Path::local);
+  double both[2] = {largest, worst};
+  MPI_Allreduce(MPI_IN_PLACE, both, 2, MPI_DOUBLE, MPI_MAX, g.comm);
+  MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_SUM, g.comm);
+  const double tolerance = (std::is_same_v<T, float> || std::is_same_v<T, std::complex<float>>) ? 1e-4 : 1e-12;
+  if (bad != 0 || both[1] > tolerance * std::max(1.0, both[0])) {
+    ++failures.count;
+    int world = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &world);
+    if (world == 0)
+      std::printf("FAIL %s grid %s (%s path): TRANS %c%c m %d n %d k %d IA,JA %d,%d IB,JB %d,%d IC,JC %d,%d "
+                  "A MB %d NB %d RSRC %d CSRC %d, B MB %d NB %d RSRC %d CSRC %d, C MB %d NB %d RSRC %d CSRC %d%s: "
+                  "max |diff| %.3g of %.3g, %d NaN mismatches, changes outside sub(C) or wrong paths%s%s\n",
+                  type_name<T>(), grid_text.c_str(), path == Path::local ? "local" : "general", ta, tb, m, n, k, ia,
+                  ja, ib, jb, ic, jc, a.desc[4], a.desc[5], a.desc[6], a.desc[7], b.desc[4], b.desc[5], b.desc[6],
+                  b.desc[7], c.desc[4], c.desc[5], c.desc[6], c.desc[7], nan_c ? ", NaN in C, beta 0" : "", both[1],
+                  both[0], bad, outcome.reason.empty() ? "" : ", not covered: ", outcome.reason.c_str());
+  }
+}
+
+/// A call that process (pr, pc) holds entirely (Path::local), or, for Path::general, the same
+/// with sub(C) moved across a block boundary between two processes (a grid of more than one).
+template <typename T>
+void run_local_case(const sc::Grid& g, int context, std::mt19937_64& rng, const std::string& grid_text,
+                    Failure& failures, Path path) {
+  auto uniform = [&](int lo, int hi) { return lo + static_cast<int>(rng() % static_cast<std::uint64_t>(hi - lo + 1)); };
+  const char trans[] = {'N', 'T', 'C', 'n', 't', 'c'};
+  const char ta = trans[rng() % 6], tb = trans[rng() % 6];
+  const bool ta_n = ta == 'N' || ta == 'n', tb_n = tb == 'N' || tb == 'n';
+  const int pr = uniform(0, g.rows - 1), pc = uniform(0, g.cols - 1);
+  // Along one dimension of `procs` processes: `count` indices held by process `p` only. The
+  // block (at least `count`, or smaller when one process holds every block), the block index
+  // and the start within it (0-based first index), and the source process that makes p the
+  // owner. Padding past the submatrix, so that it sits inside a larger matrix.
+  struct Dim {
+    int block, first, source, extent;
+  };
+  auto place = [&](int count, int p, int procs) {
+    Dim d{};
+    if (procs == 1 && uniform(0, 2) == 0) {
+      d.block = uniform(1, 7);
+      d.first = uniform(0, 20);
+    } else {
+      d.block = count + uniform(0, 1) * uniform(0, 20);
+      const int index = uniform(0, 2);
+      d.first = index * d.block + uniform(0, d.block - count);
+      d.source = ((p - index) % procs + procs) % procs;
+    }
+    d.extent = d.first + count + uniform(0, 3);
+    return d;
+  };
+  const int least = path == Path::general ? 2 : 1;  // two indices at least, to cross a block boundary
+  const int m = uniform(least, 32), n = uniform(0, 4) == 0 ? uniform(least, 4) : uniform(least, 32);
+  const int k = uniform(1, 40);
+  const Dim ar = place(ta_n ? m : k, pr, g.rows), ac = place(ta_n ? k : m, pc, g.cols);
+  const Dim br = place(tb_n ? k : n, pr, g.rows), bc = place(tb_n ? n : k, pc, g.cols);
+  Dim cr = place(m, pr, g.rows), cc = place(n, pc, g.cols);
+  if (path == Path::general) {  // sub(C) from the last index of a block into the next (another process's)
+    Dim& d = g.rows > 1 && (g.cols == 1 || uniform(0, 1) == 0) ? cr : cc;
+    const int count = &d == &cr ? m : n;
+    d.block = std::max(1, count - 1 + uniform(0, 4));
+    d.first = uniform(0, 2) * d.block + d.block - 1;
+    d.extent = std::max(d.extent, d.first + count + uniform(0, 3));
+  }
+  const int beta_kind = uniform(0, 3);  // 0: zero with NaN in C, 1: one, 2: random, 3: zero
+  const T alpha = uniform(0, 4) == 0 ? T(1) : random_scalar<T>(rng);
+  const T beta = beta_kind == 0 || beta_kind == 3 ? T(0) : beta_kind == 1 ? T(1) : random_scalar<T>(rng);
+  const std::uint64_t seed = rng();
+  const auto a = make_array<T>(g, context, ar.extent, ac.extent, ar.block, ac.block, ar.source, ac.source,
+                               uniform(0, 2), seed, false);
+  const auto b = make_array<T>(g, context, br.extent, bc.extent, br.block, bc.block, br.source, bc.source,
+                               uniform(0, 2), seed + 1, false);
+  const auto c = make_array<T>(g, context, cr.extent, cc.extent, cr.block, cc.block, cr.source, cc.source,
+                               uniform(0, 2), seed + 2, beta_kind == 0);
+  check_path_case<T>(g, grid_text, failures, path, ta, tb, m, n, k, alpha, a, ar.first + 1, ac.first + 1, b,
+                     br.first + 1, bc.first + 1, beta, c, cr.first + 1, cc.first + 1, beta_kind == 0);
+}
+
 template <typename T>
 void run_case(const sc::Grid& g, int context, std::mt19937_64& rng, const std::string& grid_text, Failure& failures,
               int& fallbacks) {
@@ -225,6 +356,15 @@ int main(int argc, char** argv) {
       const std::string grid_text = std::to_string(p) + "x" + std::to_string(size / p) + " order " + order;
       std::mt19937_64 rng(static_cast<std::uint64_t>(p * 131 + order[0]));
       for (int i = 0; i < cases; ++i) {
+        // The calls one process holds, in every type; every fourth moved just outside that path.
+        const Path path = i % 4 == 3 && p * (size / p) > 1 ? Path::general : Path::local;
+        run_local_case<double>(*grid, context, rng, grid_text, failures, path);
+        run_local_case<std::complex<double>>(*grid, context, rng, grid_text, failures, path);
+        run_local_case<float>(*grid, context, rng, grid_text, failures, path);
+        run_local_case<std::complex<float>>(*grid, context, rng, grid_text, failures, path);
+        total += 4;
+      }
+      for (int i = 0; i < cases; ++i) {
         run_case<double>(*grid, context, rng, grid_text, failures, fallbacks);
         run_case<std::complex<double>>(*grid, context, rng, grid_text, failures, fallbacks);
         if (i % 4 == 0) {
@@ -271,18 +411,45 @@ int main(int argc, char** argv) {
     if (size > 1) refused("M differs", "differ across the ranks", 'N', world == size - 1 ? 3 : 4, 0);
     // LLD below the local rows on the last rank only: its reason there, the others' here.
     refused("LLD on one rank", world == size - 1 ? "LLD_" : "another rank", 'N', 4, world == size - 1 ? 5 : 0);
+    // A call that process (0, 0) holds entirely (2 x 2 from (1, 1), 2 x 2 blocks) takes no
+    // agreement: A's LLD_ too small on the last rank only is refused there alone (the drop-in's
+    // ScaLAPACK then reports it), and the other ranks compute (or return) without waiting.
+    {
+      int d[9];
+      std::copy(std::begin(x.desc), std::end(x.desc), d);
+      const bool last = world == size - 1;
+      if (last) d[8] -= 5;
+      auto y = make_array<double>(g, context, 9, 9, 2, 2, 0, 0, 0, 6, false);
+      const auto y_before = y.data;
+      const sc::PgemmOutcome o = sc::pgemm<double>('N', 'N', 2, 2, 2, 1.0, x.data.data(), 1, 1, d, x.data.data(), 1,
+                                                   1, x.desc, 0.0, y.data.data(), 1, 1, y.desc, g);
+      const bool changed = y.data != y_before;
+      int bad = last ? o.result != sc::PgemmResult::not_covered || o.reason.find("LLD_") == std::string::npos || changed
+                     : o.result != sc::PgemmResult::computed || changed != (world == 0);
+      MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+      if (bad) {
+        ++failures.count;
+        std::printf("FAIL local call with LLD_ too small on the last rank, on rank %d: '%s'\n", world,
+                    o.reason.c_str());
+      }
+      ++total;
+    }
     Cblacs_gridexit(context);
   }
   const sc::PgemmStats stats = sc::pgemm_stats();
   if (world == 0)
     std::printf("%d ranks: %d cases against ScaLAPACK, %d differ; %lld planned (%lld in place: SUMMA over the k "
-                "blocks), %lld without a product, %lld not covered\n",
+                "blocks), %lld local (one process, no communication), %lld without a product, %lld not covered\n",
                 size, total, failures.count, static_cast<long long>(stats.planned),
-                static_cast<long long>(stats.in_place), static_cast<long long>(stats.without_product),
-                static_cast<long long>(stats.not_covered));
+                static_cast<long long>(stats.in_place), static_cast<long long>(stats.local),
+                static_cast<long long>(stats.without_product), static_cast<long long>(stats.not_covered));
   // The in-place SUMMA must have run (and been checked) on a grid of several ranks.
   const bool in_place_ran = size == 1 || stats.in_place > 0;
   if (!in_place_ran && world == 0) std::printf("FAIL: no call ran in place\n");
+  // The refusals above, and the last rank's own LLD_ refusal of the local call.
+  const std::int64_t refusals = (size > 1 ? 6 : 5) + (world == size - 1 ? 1 : 0);
   MPI_Finalize();
-  return failures.count == 0 && fallbacks == 0 && in_place_ran && stats.not_covered == (size > 1 ? 6 : 5) ? 0 : 1;
+  return failures.count == 0 && fallbacks == 0 && in_place_ran && stats.local > 0 && stats.not_covered == refusals
+             ? 0
+             : 1;
 }

@@ -21,6 +21,14 @@
 // verdicts combined (one small all-reduce), so every rank takes the same path: computed here,
 // or refused with the same reason everywhere (the drop-in library then hands the call to
 // ScaLAPACK's own routine, which reports invalid arguments as ScaLAPACK does).
+//
+// Except the calls that need no communication, which each rank recognizes from the arguments
+// alone and answers without that all-reduce (ScaLAPACK requires the same arguments on every
+// process and checks nothing across ranks either): no product (M, N or K = 0, alpha = 0:
+// C := beta C where it lies), and sub(A), sub(B), sub(C) all held by one process (a 1 x 1 grid,
+// or a product whose sub(C) is one block and whose op(sub(A)) rows and op(sub(B)) columns lie on
+// the same process): that process runs the local GEMM on its arrays, the others return at once
+// (PgemmStats::local). PDGEMM does no more on such a call.
 #pragma once
 
 #include <mpi.h>
@@ -98,6 +106,8 @@ struct PgemmStats {
   std::int64_t without_product = 0;   ///< Calls answered without a product (M or N = 0, alpha = 0, K = 0).
   std::int64_t not_covered = 0;       ///< Calls refused (see PgemmOutcome::reason).
   std::int64_t in_place = 0;          ///< Calls computed in place: SUMMA over the k blocks, no redistribution.
+  std::int64_t local = 0;             ///< Calls whose sub(A), sub(B) and sub(C) one process holds: computed
+                                      ///< there, no communication, no agreement (on every rank of the grid).
   std::int64_t redistributed_bytes = 0;  ///< Bytes this rank sent to redistribute A, B and C.
   std::int64_t plan_bytes = 0;        ///< Bytes this rank sent in the plans (the cost model's figure).
 };
@@ -277,7 +287,8 @@ plan_cache() {
 
 /// Bytes per rank the plan may hold: by default four times the rank's share of A, B and C
 /// plus 16 MiB (room for the replicas a 2.5D or 3-D plan keeps); SHARDWISE_PGEMM_BUDGET_MIB
-/// overrides it (a negative value counts as 0: no plan fits, ScaLAPACK computes).
+/// overrides it (a negative value counts as 0: no plan fits, ScaLAPACK computes every call that
+/// needs one; the local calls need none).
 inline std::int64_t budget_bytes(int ranks, std::int64_t m, std::int64_t n, std::int64_t k, int scalar_bytes) {
   if (const char* env = std::getenv("SHARDWISE_PGEMM_BUDGET_MIB"); env != nullptr && *env != '\0')
     return std::max<std::int64_t>(0, std::atoll(env)) << 20;
@@ -438,21 +449,103 @@ inline std::pair<std::int64_t, std::int64_t> local_run(const BlockCyclicDim& d, 
   return {start, length};
 }
 
-/// Why an argument is out of ScaLAPACK's rules on this rank (empty: none).
+/// Why an argument is out of ScaLAPACK's rules on this rank (empty: none). With `lld` false,
+/// without the one check whose verdict may differ between processes that pass the same
+/// arguments (LLD_ against this process's local rows).
 inline std::string check_operand(const char* name, const Descriptor& d, const Grid& g, int i, int j,
-                                 std::int64_t rows, std::int64_t cols) {
+                                 std::int64_t rows, std::int64_t cols, bool lld = true) {
   const std::string n = name;
   if (d.dtype != 1) return "DESC" + n + "(DTYPE_) is " + std::to_string(d.dtype) + ", not 1 (dense block-cyclic)";
   if (d.m < 0 || d.n < 0) return "DESC" + n + " has a negative extent";
   if (d.mb < 1 || d.nb < 1) return "DESC" + n + "'s block sizes MB and NB must be at least 1";
   if (d.rsrc < 0 || d.rsrc >= g.rows || d.csrc < 0 || d.csrc >= g.cols)
     return "DESC" + n + "'s RSRC/CSRC are outside the grid";
-  if (d.lld < std::max<std::int64_t>(1, d.row_dim(g).local_extent(g.row)))
+  if (lld && d.lld < std::max<std::int64_t>(1, d.row_dim(g).local_extent(g.row)))
     return "DESC" + n + "(LLD_) is smaller than the local rows";
   if (i < 1 || j < 1) return "I" + n + " and J" + n + " must be at least 1";
   if (rows > 0 && cols > 0 && (i - 1 + rows > d.m || j - 1 + cols > d.n))
     return "sub(" + n + ") reaches past the global " + n;
   return {};
+}
+
+/// Why the arguments of a call are out of ScaLAPACK's rules on this rank (empty: none); the
+/// checks in the order pgemm() has always made them. With `lld` false, only the checks whose
+/// verdict is the same on every process that passes the same arguments.
+inline std::string check_arguments(int opa, int opb, int m, int n, int k, const Descriptor& da, int ia, int ja,
+                                   const Descriptor& db, int ib, int jb, const Descriptor& dc, int ic, int jc,
+                                   const Grid& grid, bool lld) {
+  if (opa < 0) return "TRANSA is not 'N', 'T' or 'C'";
+  if (opb < 0) return "TRANSB is not 'N', 'T' or 'C'";
+  if (m < 0 || n < 0 || k < 0) return "M, N and K must not be negative";
+  if (da.context != dc.context || db.context != dc.context) return "A, B and C are on different BLACS contexts";
+  std::string problem = check_operand("C", dc, grid, ic, jc, m, n, lld);
+  if (problem.empty()) problem = check_operand("A", da, grid, ia, ja, opa == 0 ? m : k, opa == 0 ? k : m, lld);
+  if (problem.empty()) problem = check_operand("B", db, grid, ib, jb, opb == 0 ? k : n, opb == 0 ? n : k, lld);
+  return problem;
+}
+
+/// The process coordinate along `d` that holds all of the indices [first, first + count)
+/// (count > 0): the one there is, or the owner of their single block; -1 when several hold them.
+inline int sole_owner(const BlockCyclicDim& d, std::int64_t first, std::int64_t count) {
+  if (d.processes == 1) return 0;
+  if (first / d.block != (first + count - 1) / d.block) return -1;
+  return d.owner(first);
+}
+
+/// sub(C) := alpha op(sub(A)) op(sub(B)) + beta sub(C) on the process that holds all three, in
+/// its local arrays: a, b and c point at the submatrices' first elements (column-major, leading
+/// dimensions lda, ldb, ldc; their local indices are consecutive, see sole_owner). beta = 0
+/// does not read C. M, N, K > 0 and alpha != 0 (pgemm() answers the other calls before).
+template <typename Scalar>
+void local_pgemm(int opa, int opb, std::int64_t m, std::int64_t n, std::int64_t k, Scalar alpha, const Scalar* a,
+                 std::int64_t lda, const Scalar* b, std::int64_t ldb, Scalar beta, Scalar* c, std::int64_t ldc) {
+#if SHARDWISE_HAS_BLAS && !(defined(SHARDWISE_SIMULATE) && SHARDWISE_SIMULATE)
+  // One BLAS call straight on the local arrays, alpha and beta included (the BLAS does not read
+  // C when beta = 0): what PDGEMM's owner does. m, n, k and the LLDs are ScaLAPACK's ints.
+  if (!has_eigen_backend || gemm_backend() == GemmBackend::blas) {
+    const auto op = [](int o) { return o == 0 ? CblasNoTrans : o == 1 ? CblasTrans : CblasConjTrans; };
+    const int mi = static_cast<int>(m), ni = static_cast<int>(n), ki = static_cast<int>(k);
+    const int la = static_cast<int>(lda), lb = static_cast<int>(ldb), lc = static_cast<int>(ldc);
+    if constexpr (std::is_same_v<Scalar, double>)
+      cblas_dgemm(CblasColMajor, op(opa), op(opb), mi, ni, ki, alpha, a, la, b, lb, beta, c, lc);
+    else if constexpr (std::is_same_v<Scalar, float>)
+      cblas_sgemm(CblasColMajor, op(opa), op(opb), mi, ni, ki, alpha, a, la, b, lb, beta, c, lc);
+    else if constexpr (std::is_same_v<Scalar, std::complex<double>>)
+      cblas_zgemm(CblasColMajor, op(opa), op(opb), mi, ni, ki, &alpha, a, la, b, lb, &beta, c, lc);
+    else
+      cblas_cgemm(CblasColMajor, op(opa), op(opb), mi, ni, ki, &alpha, a, la, b, lb, &beta, c, lc);
+    return;
+  }
+#endif
+  // Otherwise the kernels' GEMM (Eigen's) into a buffer, then alpha and beta.
+  using shardwise::detail::matrix_view;
+  auto& w = workspace<Scalar>();
+  // op(sub(A)), m x k: as is (column-major), transposed (the same memory read row-major), or
+  // conjugate-transposed (complex: packed column-major; real: the transpose).
+  matrix_view<const Scalar> op_a{a, m, k, lda, opa != 0};
+  if (opa == 2 && shardwise::detail::is_complex_v<Scalar>) {
+    w.a.resize(static_cast<std::size_t>(m * k));
+    for (std::int64_t j = 0; j < k; ++j)
+      for (std::int64_t i = 0; i < m; ++i) w.a[static_cast<std::size_t>(i + j * m)] = conjugated(a[j + i * lda]);
+    op_a = {w.a.data(), m, k, m, false};
+  }
+  matrix_view<const Scalar> op_b{b, k, n, ldb, opb != 0};
+  if (opb == 2 && shardwise::detail::is_complex_v<Scalar>) {
+    w.b.resize(static_cast<std::size_t>(k * n));
+    for (std::int64_t j = 0; j < n; ++j)
+      for (std::int64_t i = 0; i < k; ++i) w.b[static_cast<std::size_t>(i + j * k)] = conjugated(b[j + i * ldb]);
+    op_b = {w.b.data(), k, n, k, false};
+  }
+  // The product apart, then alpha and beta as the general path applies them.
+  w.c.resize(static_cast<std::size_t>(m * n));
+  shardwise::detail::gemm<Scalar>(matrix_view<Scalar>{w.c.data(), m, n, m, false}, op_a, op_b, false);
+  const bool read_c = beta != Scalar(0);
+  for (std::int64_t j = 0; j < n; ++j)
+    for (std::int64_t i = 0; i < m; ++i) {
+      Scalar& into = c[j * ldc + i];
+      const Scalar v = alpha * w.c[static_cast<std::size_t>(i + j * m)];
+      into = read_c ? v + beta * into : v;
+    }
 }
 
 }  // namespace detail
@@ -463,7 +556,7 @@ inline PgemmStats pgemm_stats() { return detail::stats(); }
 inline void reset_pgemm_stats() { detail::stats() = {}; }
 
 /// sub(C) := alpha op(sub(A)) op(sub(B)) + beta sub(C), collective over `grid` (see the top of
-/// this file). Not covered (the same on every rank, with the reason): arguments out of
+/// this file), but for the calls that need no communication (see "local" in the body). Not covered (the same on every rank, with the reason): arguments out of
 /// ScaLAPACK's rules, A, B and C on different contexts, arguments that differ across ranks,
 /// no plan within the memory budget, and an operand of more than 2^31 - 1 elements.
 template <typename Scalar>
@@ -477,14 +570,54 @@ PgemmOutcome pgemm(char transa, char transb, int m, int n, int k, Scalar alpha, 
   ++stats().calls;
   const Descriptor da = Descriptor::from(desca), db = Descriptor::from(descb), dc = Descriptor::from(descc);
   const int opa = op_code(transa), opb = op_code(transb);
-  std::string problem;
-  if (opa < 0) problem = "TRANSA is not 'N', 'T' or 'C'";
-  else if (opb < 0) problem = "TRANSB is not 'N', 'T' or 'C'";
-  else if (m < 0 || n < 0 || k < 0) problem = "M, N and K must not be negative";
-  else if (da.context != dc.context || db.context != dc.context) problem = "A, B and C are on different BLACS contexts";
-  if (problem.empty()) problem = check_operand("C", dc, grid, ic, jc, m, n);
-  if (problem.empty()) problem = check_operand("A", da, grid, ia, ja, opa == 0 ? m : k, opa == 0 ? k : m);
-  if (problem.empty()) problem = check_operand("B", db, grid, ib, jb, opb == 0 ? k : n, opb == 0 ? n : k);
+  const std::string problem = check_arguments(opa, opb, m, n, k, da, ia, ja, db, ib, jb, dc, ic, jc, grid, true);
+
+  // The calls that need no communication, decided by each rank from the arguments alone, with
+  // no agreement: ScaLAPACK requires every process to pass the same M, N, K, TRANSA/B,
+  // alpha, beta, IA, JA, ..., and descriptors (but LLD_), and checks nothing across ranks
+  // either; PDGEMM does the same local work on such a call. They are the calls without a
+  // product (M, N or K = 0, alpha = 0: each process scales its own part of sub(C) by beta) and
+  // those whose sub(A), sub(B) and sub(C) all lie on one process (pr, pc), as on a 1 x 1 grid
+  // or when sub(C) is a single block: that process computes, the others return at once.
+  // Arguments out of the rules take the agreement below, as they always have, unless the
+  // only fault is this process's LLD_ (the one check a process cannot know the others'
+  // verdict of): then the call is refused here alone, and the drop-in's ScaLAPACK reports it.
+  if (problem.empty() ||
+      check_arguments(opa, opb, m, n, k, da, ia, ja, db, ib, jb, dc, ic, jc, grid, false).empty()) {
+    const bool no_product = m == 0 || n == 0 || k == 0 || alpha == Scalar(0);
+    int pr = -1, pc = -1;
+    bool one_process = false;
+    if (!no_product) {
+      pr = sole_owner(dc.row_dim(grid), ic - 1, m);
+      pc = sole_owner(dc.col_dim(grid), jc - 1, n);
+      one_process = pr >= 0 && pc >= 0 && sole_owner(da.row_dim(grid), ia - 1, opa == 0 ? m : k) == pr &&
+                    sole_owner(da.col_dim(grid), ja - 1, opa == 0 ? k : m) == pc &&
+                    sole_owner(db.row_dim(grid), ib - 1, opb == 0 ? k : n) == pr &&
+                    sole_owner(db.col_dim(grid), jb - 1, opb == 0 ? n : k) == pc;
+    }
+    if (no_product || one_process) {
+      if (!problem.empty()) {
+        ++stats().not_covered;
+        return {PgemmResult::not_covered, problem};
+      }
+      if (no_product) {
+        if (m > 0 && n > 0)
+          scale_local(BlockCyclicOperand<Scalar*>{c, dc.lld, ic - 1, jc - 1, dc.row_dim(grid), dc.col_dim(grid), 0},
+                      grid, m, n, beta);
+        ++stats().without_product;
+        return {};
+      }
+      ++stats().local;
+      if (grid.row == pr && grid.col == pc) {
+        const auto at = [&](const Descriptor& d, int i, int j) {
+          return d.row_dim(grid).local_index(i - 1) + d.col_dim(grid).local_index(j - 1) * d.lld;
+        };
+        local_pgemm<Scalar>(opa, opb, m, n, k, alpha, a + at(da, ia, ja), da.lld, b + at(db, ib, jb), db.lld, beta,
+                            c + at(dc, ic, jc), dc.lld);
+      }
+      return {};
+    }
+  }
 
   // Every rank's verdict and arguments, compared in one all-reduce (minimum of x and of -x).
   // Part of what the ranks agree on: the descriptors' blocks and first processes decide it.
@@ -503,16 +636,8 @@ PgemmOutcome pgemm(char transa, char transb, int m, int n, int k, Scalar alpha, 
                                                       : problem};
   }
 
+  // (M, N, K > 0 and alpha != 0 here: the calls without a product never reach the agreement.)
   const BlockCyclicOperand<Scalar*> sub_c{c, dc.lld, ic - 1, jc - 1, dc.row_dim(grid), dc.col_dim(grid), 0};
-  if (m == 0 || n == 0) {
-    ++stats().without_product;
-    return {};
-  }
-  if (alpha == Scalar(0) || k == 0) {
-    scale_local(sub_c, grid, m, n, beta);
-    ++stats().without_product;
-    return {};
-  }
 
   // Every exchange then counts in int, as MPI_Alltoallv does: each element of an operand is
   // sent once, so no rank sends or receives more than the largest operand.
