@@ -100,6 +100,23 @@ TEST(OneRankOnly, ToGlobalAndReshardOfAMatrixMovedFrom) {
       "shardwise::reshard: the matrix was moved from" );
 }
 
+TEST(OneRankOnly, TransposedViewOfAMatrixMovedFrom) {
+  // transposed and permuted are local: of an unusable matrix they give an unusable view, which
+  // the next collective operation refuses on every rank.
+  const auto groups = line_groups();
+  sw::ShardedMatrix<double, Line, Rows> a(groups, 8, 9);
+  const sw::ShardedMatrix<double, Line, Rows> b(groups, 8, 6);
+  std::optional<sw::ShardedMatrix<double, Line, Rows>> taken;
+  if (on_last()) taken.emplace(std::move(a));
+  const auto at = sw::transposed(a);  // NOLINT(bugprone-use-after-move): the point
+  EXPECT_EQ(at.valid(), !on_last());
+  const auto b_again = sw::permuted<0, 1>(b);
+  expect_same_error_on_every_rank<std::logic_error>(
+      MPI_COMM_WORLD, [&] { (void)sw::matmul(at, b_again); },
+      "shardwise::matmul: A was moved from (it no longer holds a block); use the matrix it was moved into" +
+          on_last_rank());
+}
+
 TEST(OneRankOnly, NormDotAndAxpyOfAVectorMovedFrom) {
   const auto groups = line_groups();
   Vec x(groups, {9});

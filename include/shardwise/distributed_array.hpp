@@ -83,8 +83,13 @@ namespace detail {
 /// Tag: allocate without initializing.
 struct uninitialized_t {};
 inline constexpr uninitialized_t uninitialized{};
-/// Tag: a view made from an array that was already checked (no check, no communication).
-struct view_unchecked_t {};
+/// Tag: a view made from an array that was already checked (no check, no communication). A
+/// view of an unusable array (moved from, released) is unusable as well (`moved`,
+/// `released`): the next collective operation reports it on every rank.
+struct view_unchecked_t {
+  bool moved = false;
+  bool released = false;
+};
 
 template <typename Scalar, int Order>
 using dense_matrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Order>;
@@ -594,9 +599,9 @@ class DistributedArray {
   /// No check and no communication: for views made from an array already checked (transposed,
   /// permuted).
   DistributedArray(const ProcessGroupMesh<M>& groups, const extents_type& extents, element_type* data,
-                   const extents_type& strides, detail::view_unchecked_t)
+                   const extents_type& strides, detail::view_unchecked_t from)
     requires(!owning)
-      : groups_(groups), extents_(extents) {
+      : groups_(groups), extents_(extents), released_(from.released), moved_(from.moved) {
     block_.ptr = data;
     for (std::size_t d = 0; d < rank; ++d) strides_[d] = strides[d];
     if (groups_) place();

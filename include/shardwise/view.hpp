@@ -253,7 +253,9 @@ auto permuted(const X& x) {
     constexpr bool is_const = !detail::is_view_ownership_v<typename X::ownership> ||
                               std::is_const_v<typename X::element_type>;
     using V = DistributedArray<typename X::scalar_type, typename X::mesh_type, Sh, L, detail::view_ownership<is_const>>;
-    x.check_valid("shardwise::permuted", "the array");
+    // Local: an unusable x (moved from, released) gives an unusable view, which the next
+    // collective operation refuses on every rank (throwing here, on this rank only, would
+    // leave the others waiting in that operation).
     typename V::extents_type extents{}, strides{};
     constexpr std::size_t p[] = {P...};
     for (std::size_t i = 0; i < X::rank; ++i) {
@@ -261,7 +263,7 @@ auto permuted(const X& x) {
       strides[i] = x.stride(p[i]);
     }
     return V(x.groups(), extents, const_cast<typename V::element_type*>(x.data()), strides,
-             detail::view_unchecked_t{});
+             detail::view_unchecked_t{.moved = !x.valid() && !x.released(), .released = x.released()});
   }
 }
 /// A permuted view of a temporary would dangle: the static_assert that says so (a deleted

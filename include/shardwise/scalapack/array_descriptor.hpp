@@ -135,13 +135,15 @@ auto view(const ProcessGroupMesh<M>& groups, E* local, const int* desc) {
 template <typename A>
 std::array<int, 9> descriptor(const A& a, int context) {
   detail::check_scalapack_array<A>();
-  a.check_valid("shardwise::scalapack::descriptor", "the matrix");
   const std::int64_t ld = std::max<std::int64_t>({1, a.local_rows(), a.stride(1)});
   const std::array<int, 9> d{1, context, static_cast<int>(a.rows()), static_cast<int>(a.cols()),
                              static_cast<int>(A::sharding::dim_cycle[0]), static_cast<int>(A::sharding::dim_cycle[1]),
                              A::sharding::dim_first[0], A::sharding::dim_first[1], static_cast<int>(ld)};
   LocalProblem problem;
-  if (a.rows() > INT_MAX || a.cols() > INT_MAX || ld > INT_MAX)
+  if (!a.valid())  // reported on every rank by the agreement below, not on this rank alone
+    problem.set(shardwise::detail::unusable_text("the matrix", "matrix", a.released()),
+                LocalProblem::Kind::logic_error);
+  else if (a.rows() > INT_MAX || a.cols() > INT_MAX || ld > INT_MAX)
     problem.set("the matrix has more than 2^31 - 1 rows, columns or local rows, which a descriptor cannot hold");
   else if (const std::string text = detail::mismatch<A>(a.groups(), context, d); !text.empty())
     problem.set(text);
