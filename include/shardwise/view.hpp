@@ -178,6 +178,19 @@ auto view(const ProcessGroupMesh<M>& groups, const typename A::extents_type& ext
   return V(groups, extents, data, strides, local_extents);
 }
 
+/// Extents, strides or local extents of another number of dimensions than the array type has:
+/// the static_assert that says so, at the call (instead of a failed overload resolution).
+template <typename A, typename E, MeshType M, std::size_t N1, std::size_t N2, std::size_t N3>
+  requires(detail::is_distributed_array_v<A> && (N1 != A::rank || N2 != A::rank || N3 != A::rank))
+auto view(const ProcessGroupMesh<M>&, const std::int64_t (&)[N1], E*, const std::int64_t (&)[N2],
+          const std::int64_t (&)[N3]) {
+  static_assert(N1 == A::rank && N2 == A::rank && N3 == A::rank,
+                "shardwise::view<A>(groups, extents, data, strides, local_extents): give as many extents, strides "
+                "and local extents as the array type A has dimensions (a matrix: two each, e.g. {m, k}, {1, lld}, "
+                "{local_rows, k})");
+  return 0;
+}
+
 /// The same without the block's extents: the view cannot check that the caller's block follows
 /// the sharding's partition (a block laid out by another rule is then silently read wrong).
 template <typename A, typename E, MeshType M>
