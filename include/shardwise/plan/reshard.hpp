@@ -5,17 +5,25 @@
 // then pending ones (ReduceScatter); pending axes neither kept nor scattered are AllReduced.
 // Anything else would move blocks between ranks that do not already share them (an
 // all-to-all), which shardwise never does silently: it is a compile error. The same rule
-// finishes every contraction (contraction.hpp). Pure compile-time.
+// finishes every contraction (contraction.hpp).
+//
+// cheapest_reshard, at the end, is the reshard planner: the cheapest path from one placement
+// to another (Dijkstra over placements, the busiest rank's bytes per step), so its costs satisfy
+// the triangle inequality by construction. Pure compile-time.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "shardwise/detail/static_vector.hpp"
 #include "shardwise/layout.hpp"
 #include "shardwise/plan/cost.hpp"
 #include "shardwise/plan/describe.hpp"
+#include "shardwise/plan/evaluated_ranks.hpp"
 #include "shardwise/plan/step.hpp"
 #include "shardwise/sharding.hpp"
+#include "shardwise/traffic.hpp"
 
 namespace shardwise {
 
@@ -169,5 +177,144 @@ struct reshard_plan {
                                           " => ", To::to_string());
   }
 };
+
+// ---- the cheapest way from one sharding to another -------------------------------------------
+
+/// One hop of a reshard path: the placement it reaches and its step (a slice, which only
+/// keeps a smaller block and sends nothing, has kind all_gather with `slice` set).
+struct ReshardHop {
+  detail::tensor_axes placement{};  ///< The sharding after this hop.
+  Step step{};                      ///< The collective that gets there.
+  bool slice = false;               ///< A slice: the block shrinks locally, nothing is sent.
+  Traffic traffic{};                ///< What the busiest rank sends in this hop.
+};
+
+/// The cheapest path between two placements: its hops, and their total for the busiest rank.
+struct ReshardPath {
+  bool found = false;                             ///< Whether `to` is reachable; if not, the path is empty.
+  detail::static_vector<ReshardHop, 12> hops{};  ///< The hops, in order.
+  Traffic traffic{};                              ///< Their total for the busiest rank.
+};
+
+namespace detail {
+
+/// The most placements cheapest_reshard visits (a matrix on three axes has fewer than 400).
+inline constexpr int reshard_node_limit = 512;
+
+/// Calls f(next, step, slice) for every single step out of `t` (see cheapest_reshard).
+template <typename F>
+constexpr void for_each_reshard_step(const tensor_axes& t, int mesh_axes, F&& f) {
+  const axis_list used = t.used();
+  for (int d = 0; d < t.rank; ++d) {
+    // AllGather of the last k axes of the dimension.
+    for (std::size_t k = 1; k <= t.dim(d).size(); ++k) {
+      tensor_axes next = t;
+      next.dim(d) = without_tail(t.dim(d), k);
+      f(next, Step{StepKind::all_gather, Operand::C, d, tail(t.dim(d), t.dim(d).size() - k), {}}, false);
+    }
+    // ReduceScatter of one pending axis into the dimension (more: one after another).
+    for (int axis : t.partial) {
+      tensor_axes next = t;
+      next.dim(d).push_back(axis);
+      next.partial = without(t.partial, {axis});
+      f(next, Step{StepKind::reduce_scatter, Operand::C, d, {axis}, {}}, false);
+    }
+    // Slice: keep this rank's part along an axis nothing uses yet (no communication).
+    for (int axis = 0; axis < mesh_axes; ++axis) {
+      if (contains(used, axis)) continue;
+      tensor_axes next = t;
+      next.dim(d).push_back(axis);
+      f(next, Step{StepKind::all_gather, Operand::C, d, {axis}, {}}, true);
+    }
+  }
+  // AllReduce of all pending axes, or of one of them.
+  if (!t.partial.empty()) {
+    tensor_axes next = t;
+    next.partial = {};
+    f(next, Step{StepKind::all_reduce, Operand::C, -1, t.partial, {}}, false);
+  }
+  if (t.partial.size() > 1)
+    for (int axis : t.partial) {
+      tensor_axes next = t;
+      next.partial = without(t.partial, {axis});
+      f(next, Step{StepKind::all_reduce, Operand::C, -1, {axis}, {}}, false);
+    }
+}
+
+constexpr Traffic reshard_step_traffic(const Step& step, bool slice, const tensor_axes& from,
+                                       const block_geometry& mesh, const tensor_extents& extents,
+                                       std::int64_t scalar_bytes) {
+  if (slice) return {};
+  operand_axes state;
+  state[Operand::C] = from;
+  Traffic worst;
+  for_each_evaluated_rank(mesh, [&](const block_geometry& geo) {
+    const Traffic t = step_traffic(step, state, {{{}, {}, extents}}, geo, scalar_bytes, 0);
+    if (t.bytes > worst.bytes || (t.bytes == worst.bytes && t.messages > worst.messages)) worst = t;
+  });
+  return worst;
+}
+
+constexpr bool less_traffic(const Traffic& x, const Traffic& y) {
+  return x.bytes != y.bytes ? x.bytes < y.bytes : x.messages < y.messages;
+}
+
+}  // namespace detail
+
+/// The cheapest path from placement `from` to placement `to` of a tensor of global `extents`
+/// on `mesh` (Dijkstra over placements; each step an AllGather of minor axes, a ReduceScatter
+/// or an AllReduce of pending axes, or a slice that only keeps a smaller block). The cost of a
+/// step is what the busiest rank sends in it; a path's cost, the sum over its steps.
+constexpr ReshardPath cheapest_reshard(const detail::block_geometry& mesh, const detail::tensor_axes& from,
+                                       const detail::tensor_axes& to, const detail::tensor_extents& extents,
+                                       std::int64_t scalar_bytes) {
+  using namespace detail;
+  struct node {
+    tensor_axes placement{};
+    Traffic distance{};
+    int previous = -1;
+    ReshardHop hop{};
+    bool done = false;
+  };
+  static_vector<node, reshard_node_limit> nodes;
+  auto find = [&](const tensor_axes& t) {
+    for (std::size_t i = 0; i < nodes.size(); ++i)
+      if (nodes[i].placement == t) return static_cast<int>(i);
+    return -1;
+  };
+  nodes.push_back({from, {}, -1, {}, false});
+  ReshardPath path;
+  for (;;) {
+    int current = -1;
+    for (std::size_t i = 0; i < nodes.size(); ++i)
+      if (!nodes[i].done && (current < 0 || less_traffic(nodes[i].distance, nodes[static_cast<std::size_t>(current)].distance)))
+        current = static_cast<int>(i);
+    if (current < 0) return path;  // unreachable
+    nodes[static_cast<std::size_t>(current)].done = true;
+    const tensor_axes here = nodes[static_cast<std::size_t>(current)].placement;
+    if (here == to) break;
+    const Traffic base = nodes[static_cast<std::size_t>(current)].distance;
+    for_each_reshard_step(here, mesh.ndim, [&](const tensor_axes& next, const Step& step, bool slice) {
+      const Traffic cost = reshard_step_traffic(step, slice, here, mesh, extents, scalar_bytes);
+      const Traffic total = base + cost;
+      int i = find(next);
+      if (i < 0) {
+        nodes.push_back({next, total, current, {next, step, slice, cost}, false});
+      } else if (!nodes[static_cast<std::size_t>(i)].done && less_traffic(total, nodes[static_cast<std::size_t>(i)].distance)) {
+        nodes[static_cast<std::size_t>(i)].distance = total;
+        nodes[static_cast<std::size_t>(i)].previous = current;
+        nodes[static_cast<std::size_t>(i)].hop = {next, step, slice, cost};
+      }
+    });
+  }
+  const int end = find(to);
+  path.found = true;
+  path.traffic = nodes[static_cast<std::size_t>(end)].distance;
+  static_vector<ReshardHop, 12> reversed;
+  for (int i = end; nodes[static_cast<std::size_t>(i)].previous >= 0; i = nodes[static_cast<std::size_t>(i)].previous)
+    reversed.push_back(nodes[static_cast<std::size_t>(i)].hop);
+  for (std::size_t i = reversed.size(); i-- > 0;) path.hops.push_back(reversed[i]);
+  return path;
+}
 
 }  // namespace shardwise

@@ -1,0 +1,143 @@
+// shardwise/plan/matmul_any_mesh.hpp: the cheapest matmul plan when the mesh is a choice too:
+// meshes_of lists the meshes of P ranks, plan_matmul_any_mesh plans on each (plan_matmul) and,
+// with AnyMeshOptions::allow_idle, on meshes of fewer ranks; MeshedMatmulChoice is its answer.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "shardwise/layout.hpp"
+#include "shardwise/plan/cost.hpp"
+#include "shardwise/plan/describe.hpp"
+#include "shardwise/plan/matmul_choice.hpp"
+#include "shardwise/plan/matmul_evaluation.hpp"
+#include "shardwise/plan/matmul_search.hpp"
+
+namespace shardwise {
+
+/// A plan, the mesh it runs on, and the ranks it leaves idle: the mesh is laid over ranks 0 to
+/// ranks_used() - 1 of the `ranks` planned for; the others hold no block and send nothing.
+struct MeshedMatmulChoice {
+  MatmulChoice choice{};            ///< The plan; `found` false when none fits on any mesh.
+  detail::block_geometry mesh{};    ///< Its mesh (extents; coordinates zero).
+  int ranks = 0;                    ///< The ranks planned for (the communicator's).
+
+  /// The ranks the plan runs on: the mesh's size (0 when none was found).
+  [[nodiscard]] constexpr int ranks_used() const {
+    if (!choice.found) return 0;
+    int used = 1;
+    for (int a = 0; a < mesh.ndim; ++a) used *= mesh.extents[static_cast<std::size_t>(a)];
+    return used;
+  }
+  /// Ranks ranks_used() .. ranks - 1: in none of the plan's groups.
+  [[nodiscard]] constexpr int idle_ranks() const { return choice.found ? ranks - ranks_used() : 0; }
+
+  /// "2 x 3 mesh on ranks 0-5 of 7 (rank 6 idle): A[x, y] B[x, y] C[x, y]: SUMMA: Broadcast ...",
+  /// the mesh axes named x, y, z, w, ... in order.
+  [[nodiscard]] std::string describe() const {
+    if (!choice.found) return "no plan fits the budget";
+    static constexpr std::string_view names[] = {"x", "y", "z", "w", "v", "u", "t", "s", "r", "q", "p", "o", "l", "j", "i", "h"};
+    std::string text;
+    for (int a = 0; a < mesh.ndim; ++a) text += (a ? " x " : "") + std::to_string(mesh.extents[static_cast<std::size_t>(a)]);
+    const int used = ranks_used();
+    text += " mesh on ";
+    text += used == 1 ? std::string("rank 0") : "ranks 0-" + std::to_string(used - 1);
+    text += " of " + std::to_string(ranks);
+    if (used < ranks)
+      text += used + 1 == ranks ? " (rank " + std::to_string(used) + " idle)"
+                                : " (ranks " + std::to_string(used) + "-" + std::to_string(ranks - 1) + " idle)";
+    auto layout = [&](const detail::tensor_axes& t) {
+      return "[" + detail::axes_text_of(t.dim(0), names) + ", " + detail::axes_text_of(t.dim(1), names) + "]";
+    };
+    text += ": A" + layout(choice.a) + " B" + layout(choice.b) + " C" + layout(choice.c) + ": ";
+    text += choice.plan.steps.empty() ? std::string("local GEMM")
+                                      : detail::describe_schedule(choice.plan.steps, detail::matmul_names, names);
+    return text;
+  }
+};
+
+/// How plan_matmul_any_mesh may use the ranks.
+struct AnyMeshOptions {
+  /// Whether the plan may run on fewer ranks than given, leaving the others idle (the caller
+  /// then runs it on the first ranks_used(), a sub-communicator): when that sends fewer bytes
+  /// from the busiest rank by a larger factor than it gives each rank more of the product, as a
+  /// prime number of ranks may (7 ranks: a 1-D ring; 6: a 2 x 3 grid).
+  bool allow_idle = false;
+  /// The largest share of the ranks a plan may leave idle.
+  double max_idle_share = 0.25;
+
+  /// The fewest of `ranks` ranks a plan may run on: all of them unless allow_idle, else
+  /// (1 - max_idle_share) of them rounded up, and at least 2 (a 1-rank plan computes it all).
+  /// One definition for the planner and for peers that search grids the same way.
+  constexpr int fewest_ranks(int ranks) const {
+    if (!allow_idle) return ranks;
+    const int fewest = static_cast<int>(static_cast<double>(ranks) * (1 - max_idle_share) + 0.999999);
+    return std::max(fewest, std::min(ranks, 2));
+  }
+};
+
+/// Every mesh of `ranks` ranks with one to three axes, the later ones of at least 2 and the
+/// extents non-increasing: {P}, {P/a, a}, {P/a/b, b, a}.
+constexpr std::vector<detail::block_geometry> meshes_of(int ranks) {
+  if (ranks < 1) throw std::invalid_argument("shardwise::meshes_of: the number of ranks is " + detail::decimal(ranks) + "; give at least 1");
+  auto mesh = [](std::initializer_list<int> extents) {
+    detail::block_geometry g;
+    for (int e : extents) g.extents[static_cast<std::size_t>(g.ndim++)] = e;
+    return g;
+  };
+  std::vector<detail::block_geometry> result{mesh({ranks})};
+  for (int a = 2; a * a <= ranks; ++a)
+    if (ranks % a == 0) result.push_back(mesh({ranks / a, a}));
+  for (int a = 2; a * a * a <= ranks; ++a)
+    if (ranks % a == 0)
+      for (int b = a; a * b * b <= ranks; ++b)
+        if ((ranks / a) % b == 0) result.push_back(mesh({ranks / a / b, b, a}));
+  return result;
+}
+
+/// The cheapest plan over every mesh of `ranks` ranks (meshes_of): when the data is
+/// redistributed anyway, as the ScaLAPACK drop-in does, the mesh is a choice too. With
+/// `options.allow_idle`, also over the meshes of fewer ranks, down to (1 - max_idle_share) of
+/// them (and at least 2): a plan on P' of P ranks is compared by its busiest rank's bytes times
+/// P / P' (each of its ranks computes P / P' times a full share), so that idling pays only
+/// where it cuts the bytes by more. Fewer ranks are skipped where the lower bound
+/// (matmul_lower_bound, times P / P') already exceeds the best found.
+/// Throws std::invalid_argument (in a constant evaluation: a compile error) for fewer than 1
+/// rank or a problem plan_matmul refuses.
+constexpr MeshedMatmulChoice plan_matmul_any_mesh(int ranks, const MatmulProblem& problem,
+                                                  const AnyMeshOptions& options = {}) {
+  if (ranks < 1) throw std::invalid_argument("shardwise::plan_matmul_any_mesh: the number of ranks is " + detail::decimal(ranks) + "; give at least 1");
+  detail::check_matmul_problem("shardwise::plan_matmul_any_mesh", problem);
+  MeshedMatmulChoice best;
+  best.ranks = ranks;
+  double best_weight = 0;
+  auto consider = [&](int used) {
+    const double scale = static_cast<double>(ranks) / used;
+    for (const detail::block_geometry& g : meshes_of(used)) {
+      const MatmulChoice c = plan_matmul(g, problem);
+      if (!c.found) continue;
+      const double weight = static_cast<double>(c.traffic.bytes) * scale;
+      const bool better = !best.choice.found || weight < best_weight ||
+                          (weight == best_weight && used == best.ranks_used() && detail::cheaper(c, best.choice));
+      if (better) best = {c, g, ranks}, best_weight = weight;
+    }
+  };
+  consider(ranks);
+  if (!options.allow_idle) return best;
+  for (int used = ranks - 1; used >= options.fewest_ranks(ranks); --used) {
+    const double bound = static_cast<double>(problem.scalar_bytes) *
+                         matmul_lower_bound(problem.shape.m, problem.shape.k, problem.shape.n, used).words *
+                         static_cast<double>(ranks) / used;
+    // The bound holds for balanced blocks; a margin keeps uneven ones in.
+    if (best.choice.found && bound > 1.01 * best_weight) continue;
+    consider(used);
+  }
+  return best;
+}
+
+}  // namespace shardwise
