@@ -5,7 +5,7 @@
 # the default, shardwise.pc (consumer: links the companion library libshardwise_runtime,
 # SHARDWISE_SEPARATE_COMPILATION comes with the flags); header-only, shardwise-header-only.pc
 # (consumer_header_only); and header-only with the run-time part compiled once by hand in
-# shardwise_runtime.cpp (consumer_separate, README "Separate compilation").
+# shardwise_runtime.cpp (consumer_separate, docs/usage.md "Separate compilation").
 set -eu
 cd "$(dirname "$0")"
 # shellcheck disable=SC2046  # the flags must split into words
