@@ -2,13 +2,15 @@
 """benchmarks/simulated.md from the cells of `benchmarks/simulate table`.
 
     simulate_report.py CELLS_DIR OUTPUT
+    simulate_report.py --left-out        the cells LEFT_OUT names, one a line: PLATFORM P SHAPE PLAN REASON
 
 CELLS_DIR holds one file per cell, PLATFORM-P-SHAPE-PLAN.md: the simulation driver's line (or
 FAILED ...) and a comment with the wall time, the simulator's peak private memory and the load.
 The report has, per platform, a summary (per P and shape: simulated seconds and % of peak of the
 planner's best plan, 2-D SUMMA, 2.5D and PDGEMM at its best NB; the best plan's bytes over the
-lower bound), the goals of issue 25 as far as the cells allow, every cell's full line, and the
-cells not run with the commands that fill them.
+lower bound), the goals of issue 25 as far as the cells allow, every cell's full line, the cells
+left out (LEFT_OUT: marked "needs a larger machine" with the reason, or "would not change the
+table") and the cells not run otherwise, with the commands that fill them.
 """
 import os
 import re
@@ -23,6 +25,53 @@ PLANS = ["best", "summa", "25d", "pdgemm64", "pdgemm128", "pdgemm256"]
 # Not cells of the table: PDGEMM on a grid of down to 3/4 of the ranks (`simulate_pdgemm
 # --allow-idle`), run where P's only full grids are 1-D; the PDGEMM column takes them into account.
 IDLE_PDGEMM = ["pdgemm64idle", "pdgemm128idle", "pdgemm256idle"]
+PDGEMM_NBS = ("pdgemm64", "pdgemm128", "pdgemm256")
+BOTH = ("fat_tree", "torus")
+# The cells of the table that this project's machines (2 cores, 24 GiB) leave out, kept here
+# only: the report marks them (by reason) instead of "not run", and `benchmarks/simulate table`
+# skips them unless --include-left-out (it reads them from `simulate_report.py --left-out`).
+# Entries: platforms, P, shape, plans, reason. A cell that has a result shows its result.
+LEFT_OUT = [
+    (BOTH, (1024, 4096), "large_k", PDGEMM_NBS, "memory"),
+    (BOTH, (512,), "large_k", PDGEMM_NBS, "memory, hours"),
+    (BOTH, (1024, 4096), "large_k", ("summa",), "hours"),
+    (BOTH, (4096,), "large_k", ("25d",), "hours"),
+    (("torus",), (512,), "large_k", ("summa",), "hours"),
+    (("fat_tree",), (127, 256), "large_k", ("pdgemm64", "pdgemm128"), "hours"),
+    (("torus",), (127, 256), "large_k", PDGEMM_NBS, "hours"),
+    (("torus",), (4096,), "tall", ("best",), "hours"),
+    (BOTH, (1024, 4096), "square", ("pdgemm64", "pdgemm256"), "same"),
+]
+# Per reason: the mark in the summary and the legend's words.
+LEFT_OUT_REASONS = {
+    "memory": ("needs a larger machine (memory)",
+               "PDGEMM on the large-k shape keeps about 38 MiB private per simulated rank: about 38 GiB "
+               "at P = 1024 and 154 GiB at P = 4096, more than 24 GiB"),
+    "memory, hours": ("needs a larger machine (memory, hours)",
+                      "PDGEMM on the large-k shape at P = 512: about 19 GiB, at the limit of 24 GiB, and "
+                      "hours each"),
+    "hours": ("needs a larger machine (hours)",
+              "an hour or more each on one of the 2 cores: large-k's 2²¹ / 128 panel steps (SUMMA, 2.5D, "
+              "PDGEMM) and P = 4096 tall-skinny's 1024-rank AllGathers are millions of simulated messages"),
+    "same": ("would not change the table",
+             "PDGEMM's NB 64 and 256 on the square shape at P = 1024 and 4096, where NB 128 ran: on this "
+             "shape's square grids (P = 64, 256, 512, both platforms) NB 64, 128 and 256 gave the same "
+             "simulated time to the microsecond"),
+}
+
+
+def left_out_cells():
+    """{(platform, P, shape, plan): reason} for every cell LEFT_OUT names."""
+    cells = {}
+    for platforms, procs, shape, plans, reason in LEFT_OUT:
+        for platform in platforms:
+            for p in procs:
+                for plan in plans:
+                    cells[(platform, p, shape, plan)] = reason
+    return cells
+
+
+LEFT = left_out_cells()
 COLUMNS = ["P", "m", "k", "n", "plan", "mesh", "shardings", "seconds", "gflops", "peak", "sent", "model", "equal",
            "bound", "over_bound", "C"]
 
@@ -78,9 +127,9 @@ def best_pdgemm(cells, platform, p, shape):
     return cells[(platform, p, shape, plan)], plan.endswith("idle"), tried
 
 
-def summary_entry(cell):
+def summary_entry(cell, key=None):
     if cell is None:
-        return "not run"
+        return LEFT_OUT_REASONS[LEFT[key]][0] if key in LEFT else "not run"
     if not cell["ok"]:
         if "P is no q x q x c" in cell["line"]:
             return "none (P is no q² c)"
@@ -94,7 +143,28 @@ def summary_entry(cell):
     return f"{number(cell['seconds']):.3f} s, {cell['peak']} %"
 
 
+def emit_commands(emit, keys, option=""):
+    """One `benchmarks/simulate table` command per platform, P and set of shapes for keys."""
+    by_group = {}
+    for platform, p, shape, plan in keys:
+        by_group.setdefault((platform, p), {}).setdefault(plan, []).append(shape)
+    for (platform, p), plans in sorted(by_group.items(), key=lambda kv: ([x for x, _ in PLATFORMS].index(kv[0][0]), kv[0][1])):
+        groups = {}
+        for plan, shapes in plans.items():
+            groups.setdefault(tuple(shapes), []).append(plan)
+        for shapes, plan_list in groups.items():
+            plan_text = ",".join(plan_list)
+            if set(plan_list) >= set(PDGEMM_NBS):
+                plan_text = ",".join([x for x in plan_list if not x.startswith("pdgemm")] + ["pdgemm"])
+            emit(f"- `benchmarks/simulate table{option} --platforms {platform} --procs {p} --shapes {','.join(shapes)} "
+                 f"--plans {plan_text}`")
+
+
 def main():
+    if sys.argv[1:] == ["--left-out"]:
+        for (platform, p, shape, plan), reason in LEFT.items():
+            print(platform, p, shape, plan, reason.replace(", ", ","))
+        return
     directory, output = sys.argv[1], sys.argv[2]
     cells = read_cells(directory)
     out = []
@@ -111,6 +181,13 @@ def main():
          "its best c; PDGEMM: ScaLAPACK's, on the grid of least SUMMA-estimate bytes (P x 1 for tall-skinny, else the squarest), the best of the NBs in brackets; where P's only full grids are 1-D, also on a 2-D grid of down to 3/4 of the ranks, weighed as the best plan's meshes (\"on fewer ranks\", cells `pdgemmNBidle`). "
          "bytes/bound: the best plan's busiest rank's modeled bytes (equal to what every rank counted "
          "sending) over the memory-independent lower bound on P ranks (SPAA 2022, rectangular).")
+    emit("")
+    emit("\"Needs a larger machine\": a cell this project's machines (2 cores, 24 GiB) do not run "
+         "(docs/simulation.md, \"Cells for a larger machine\"; the list is at the end), for")
+    emit("")
+    for reason in ("memory", "memory, hours", "hours"):
+        emit(f"- {reason}: {LEFT_OUT_REASONS[reason][1]};" if reason != "hours" else
+             f"- {reason}: {LEFT_OUT_REASONS[reason][1]}.")
     emit("")
     missing = []
     for platform, title in PLATFORMS:
@@ -129,6 +206,9 @@ def main():
                 best = cells.get(keys[0])
                 pd, on_fewer, tried = best_pdgemm(cells, platform, p, shape)
                 pd_text = "not run"
+                pd_left = [LEFT[k] for k in keys[3:] if k in LEFT and k not in cells]
+                if pd_left and len(pd_left) == len([k for k in keys[3:] if k not in cells]):
+                    pd_text = LEFT_OUT_REASONS[pd_left[0]][0]
                 if pd is not None:
                     nb = pd["plan"].split(":")[1] + (f" on {pd['mesh']}" if on_fewer else "")
                     pd_text = f"{number(pd['seconds']):.3f} s, {pd['peak']} % ({nb} of {tried})"
@@ -139,8 +219,9 @@ def main():
                     ratio = f"{number(pd['seconds']) / number(best['seconds']):.2f}"
                 bound = best["over_bound"] if best is not None and best["ok"] else "–"
                 mesh = best["mesh"] if best is not None and best["ok"] else "–"
-                twofive_text = summary_entry(cells.get(keys[2]))
-                emit(f"| {p} | {shape_title} | {summary_entry(best)} | {mesh} | {summary_entry(cells.get(keys[1]))} | "
+                twofive_text = summary_entry(cells.get(keys[2]), keys[2])
+                emit(f"| {p} | {shape_title} | {summary_entry(best, keys[0])} | {mesh} | "
+                     f"{summary_entry(cells.get(keys[1]), keys[1])} | "
                      f"{twofive_text} | {pd_text} | {bound} | {ratio} |")
         emit("")
 
@@ -190,6 +271,26 @@ def main():
                              f"{cell.get('wall', '?')} | {cell.get('memory', '?')} |")
     emit("")
 
+    left = [key for key in missing if key in LEFT]
+    missing = [key for key in missing if key not in LEFT]
+    emit("## Cells left out")
+    emit("")
+    if not left:
+        emit("None.")
+    else:
+        emit(f"{len(left)} cells, named in `benchmarks/simulate_report.py` (LEFT_OUT); `benchmarks/simulate table` "
+             "skips them unless `--include-left-out`. Per reason, platform and P:")
+        for reason in LEFT_OUT_REASONS:
+            keys = [key for key in left if LEFT[key] == reason]
+            if not keys:
+                continue
+            emit("")
+            emit(f"{LEFT_OUT_REASONS[reason][0][0].upper()}{LEFT_OUT_REASONS[reason][0][1:]}: {len(keys)} cells "
+                 f"({LEFT_OUT_REASONS[reason][1]}).")
+            emit("")
+            emit_commands(emit, keys, " --include-left-out")
+    emit("")
+
     emit("## Cells not run")
     emit("")
     if not missing:
@@ -198,25 +299,13 @@ def main():
         emit(f"{len(missing)} cells. `benchmarks/simulate table --jobs N` runs every cell that has no result "
              "yet (the largest P first); per platform and P, the missing ones are:")
         emit("")
-        by_group = {}
-        for platform, p, shape, plan in missing:
-            by_group.setdefault((platform, p), {}).setdefault(plan, []).append(shape)
-        for (platform, p), plans in sorted(by_group.items(), key=lambda kv: ([x for x, _ in PLATFORMS].index(kv[0][0]), kv[0][1])):
-            groups = {}
-            for plan, shapes in plans.items():
-                groups.setdefault(tuple(shapes), []).append(plan)
-            for shapes, plan_list in groups.items():
-                plan_text = ",".join(plan_list)
-                if set(plan_list) >= {"pdgemm64", "pdgemm128", "pdgemm256"}:
-                    plan_text = ",".join([x for x in plan_list if not x.startswith("pdgemm")] + ["pdgemm"])
-                emit(f"- `benchmarks/simulate table --platforms {platform} --procs {p} --shapes {','.join(shapes)} "
-                     f"--plans {plan_text}`")
+        emit_commands(emit, missing)
     emit("")
     with open(output, "w", encoding="utf-8") as f:
         f.write("\n".join(out))
     table_cells = len([key for key in cells if key[3] in PLANS])
-    print(f"simulate_report: {output} ({table_cells} cells of the table, {len(missing)} not run; "
-          f"{len(cells) - table_cells} more)", file=sys.stderr)
+    print(f"simulate_report: {output} ({table_cells} cells of the table, {len(left)} left out, "
+          f"{len(missing)} not run; {len(cells) - table_cells} more)", file=sys.stderr)
 
 
 if __name__ == "__main__":
