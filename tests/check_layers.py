@@ -28,7 +28,7 @@ LAYERS = [
     ("nn", ["nn/*.hpp"]),
     # ScaLAPACK interop: block-cyclic index maps, BLACS grids, p?gemm computed by shardwise.
     ("scalapack", ["scalapack/*.hpp"]),
-    ("umbrella", ["shardwise.hpp", "tensor.hpp", "compiled_runtime.hpp"]),
+    ("umbrella", ["core.hpp", "shardwise.hpp", "tensor.hpp", "compiled_runtime.hpp"]),
     # Google Benchmark under MPI: only MPI and the benchmark library, never included by the rest.
     ("bench", ["bench/*.hpp"]),
 ]

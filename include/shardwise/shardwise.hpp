@@ -1,4 +1,7 @@
-// shardwise/shardwise.hpp: the whole library in one include.
+// shardwise/shardwise.hpp: the whole library on matrices in one include: the core with the
+// sharding planner and the nn/ layers. A numerical code that needs neither includes
+// shardwise/core.hpp (the same arrays and operations, with tensors and linalg); tensor.hpp is
+// this header with tensors, einsum and linalg.
 //
 // Layers, bottom up (each header can also be included on its own; none includes a header of
 // a layer above it, and the pure compile-time ones include neither MPI nor Eigen):
@@ -46,6 +49,7 @@
 #include "shardwise/reshard.hpp"
 #include "shardwise/matmul.hpp"
 #include "shardwise/view.hpp"
+#include "shardwise/plan/sharding_planner.hpp"
 #include "shardwise/nn/pipeline_schedule.hpp"
 #include "shardwise/nn/ffn_policy.hpp"
 #include "shardwise/nn/sharded_activation.hpp"

@@ -17,9 +17,9 @@
 #include "shardwise/detail/diagnostic_note.hpp"
 #include "shardwise/layout.hpp"
 #include "shardwise/mesh.hpp"
+#include "shardwise/plan/evaluated_ranks.hpp"  // for_each_evaluated_rank: not the whole planner
 #include "shardwise/plan/matmul_plan.hpp"
 #include "shardwise/plan/policy.hpp"
-#include "shardwise/plan/sharding_planner.hpp"
 
 namespace shardwise {
 
