@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The five ways a numerical code consumes shardwise, each a tiny project in this folder
+# The ways a program consumes shardwise, each a tiny project in this folder
 # that builds consumer.cpp twice, with the default (the run-time part compiled once in the
 # companion library libshardwise_runtime) and header-only, and runs both under mpiexec -n 2:
 #
@@ -16,6 +16,11 @@
 #                     this source tree (its files as git would check them out)
 #   add_subdirectory  the same files in the project's third_party/shardwise, then
 #                     add_subdirectory (CMakeLists.txt at the top of this tree)
+#   scalapack_c       the drop-in p?gemm from an installed prefix, in a C ScaLAPACK program
+#                     (tests/scalapack/pdgemm_program.c): mpicc with pkg-config
+#                     shardwise-scalapack as docs/scalapack.md writes it, and a C-only CMake
+#                     project (project(x C)) linking shardwise::scalapack; each must print
+#                     "all 16 calls right" and the drop-in's report of the calls it took
 #
 # Each program prints how it was built ("run-time part: compiled once" or "header-only"),
 # which is checked too.
@@ -27,7 +32,7 @@
 set -euo pipefail
 
 if (($# < 3)); then
-  sed -n '2,27p' "$0"
+  sed -n '2,32p' "$0"
   exit 2
 fi
 source_root=$(realpath "$1")
@@ -35,7 +40,7 @@ work=$(realpath -m "$2")
 compiler=$3
 shift 3
 paths=("$@")
-((${#paths[@]})) || paths=(meson_subproject pkgconfig cmake fetchcontent add_subdirectory)
+((${#paths[@]})) || paths=(meson_subproject pkgconfig cmake fetchcontent add_subdirectory scalapack_c)
 here=$(dirname "$(realpath "$0")")
 
 export CXX=$compiler
@@ -137,6 +142,16 @@ run_consumer() {
     { echo "$1 was not built as expected: its run-time part should be '$2'"; exit 1; }
 }
 
+# Runs the ScaLAPACK program $1 on 2 ranks: its results must be right and the drop-in must
+# have taken its calls (its report, on rank 0).
+run_dropin() {
+  step "mpiexec -n 2 $1 (SHARDWISE_PGEMM_REPORT=1)"
+  SHARDWISE_PGEMM_REPORT=1 mpiexec -n 2 --bind-to none -x SHARDWISE_PGEMM_REPORT "$1" 2>&1 | tee "$work/run.log"
+  grep -q "all 16 calls right" "$work/run.log" || { echo "$1: the program's results are not all right"; exit 1; }
+  grep -q "^shardwise p?gemm (rank 0): 16 calls" "$work/run.log" ||
+    { echo "$1: the drop-in did not take the calls (no report)"; exit 1; }
+}
+
 for path in "${paths[@]}"; do
   rm -rf "$work"
   mkdir -p "$work"
@@ -198,8 +213,23 @@ for path in "${paths[@]}"; do
       run_consumer "$work/build/consumer" "compiled once"
       run_consumer "$work/build/consumer_header_only" "header-only"
       ;;
+    scalapack_c)
+      install_shardwise "$work/prefix"  # not a system prefix: nothing the loader searches
+      pc=$(find "$work/prefix" -name shardwise-scalapack.pc)
+      [ -n "$pc" ] || { echo "no shardwise-scalapack.pc in $work/prefix: was shardwise built with ScaLAPACK?"; exit 1; }
+      export PKG_CONFIG_PATH=${pc%/*}
+      copy_project scalapack_c
+      step "mpicc with pkg-config --libs shardwise-scalapack: $(pkg-config --libs shardwise-scalapack)"
+      "$work/project/build.sh"
+      run_dropin "$work/project/with_shardwise"
+      step "a C-only CMake project: find_package(shardwise), shardwise::scalapack"
+      cmake -S "$work/project" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+        -DCMAKE_PREFIX_PATH="$work/prefix" >"$work/cmake.log" || { cat "$work/cmake.log"; exit 1; }
+      cmake --build "$work/build" >/dev/null
+      run_dropin "$work/build/pdgemm_program"
+      ;;
     *)
-      echo "unknown consumer '$path' (use meson_subproject, pkgconfig, cmake, fetchcontent, add_subdirectory)"
+      echo "unknown consumer '$path' (use meson_subproject, pkgconfig, cmake, fetchcontent, add_subdirectory, scalapack_c)"
       exit 2
       ;;
   esac

@@ -1,0 +1,1 @@
+../../scalapack/pdgemm_program.c
