@@ -12,7 +12,13 @@
 # benchmarks/compile_time/baseline.cpp (Eigen + MPI doing the same plain work), with the
 # release build's flags; prints each and the differences (target: at most 1.5 s). Also
 # all_policies.cpp with its headers only (no instantiation), which splits the difference into
-# parsing and instantiating. Compile only (-c), no link; the runs alternate between the files.
+# parsing and instantiating. And a numerical code's unit, benchmarks/compile_time/numerical.cpp
+# (real and complex gemm with alpha, beta and adjoint into existing matrices; dot, axpy, norm on
+# vectors), compiled against <shardwise/core.hpp> and against the everything-include
+# (-DSHARDWISE_COMPILE_TIME_FULL: <shardwise/tensor.hpp>, shardwise.hpp with the tensors), over
+# its own baseline numerical_baseline.cpp (the same work in Eigen + MPI), and both includes
+# alone (-DSHARDWISE_COMPILE_TIME_HEADERS_ONLY). Compile only (-c), no link; the runs alternate
+# between the files.
 #
 #   benchmarks/compile_time.sh [--runs N] [--clock wall|cpu] [--cxx COMPILER] [--output FILE]
 #
@@ -91,7 +97,10 @@ load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 # The companion library's mode: what its targets add to a translation unit's flags.
 companion=-DSHARDWISE_SEPARATE_COMPILATION=1
 declare -a baseline_times headers_times policies_times ffn_times consumer_times \
-  companion_policies_times companion_ffn_times companion_consumer_times runtime_times
+  companion_policies_times companion_ffn_times companion_consumer_times runtime_times \
+  numerical_baseline_times numerical_core_times numerical_full_times \
+  companion_numerical_core_times companion_numerical_full_times \
+  numerical_core_headers_times numerical_full_headers_times
 for ((i = 0; i < runs; ++i)); do
   baseline_times+=("$(compile_once benchmarks/compile_time/baseline.cpp)")
   headers_times+=("$(compile_once benchmarks/compile_time/all_policies.cpp -DSHARDWISE_COMPILE_TIME_HEADERS_ONLY)")
@@ -102,6 +111,13 @@ for ((i = 0; i < runs; ++i)); do
   companion_ffn_times+=("$(compile_once benchmarks/compile_time/all_ffn_policies.cpp "$companion")")
   companion_consumer_times+=("$(compile_once tests/consumers/consumer.cpp "$companion")")
   runtime_times+=("$(compile_once src/shardwise_runtime.cpp "$companion")")
+  numerical_baseline_times+=("$(compile_once benchmarks/compile_time/numerical_baseline.cpp)")
+  numerical_core_times+=("$(compile_once benchmarks/compile_time/numerical.cpp)")
+  numerical_full_times+=("$(compile_once benchmarks/compile_time/numerical.cpp -DSHARDWISE_COMPILE_TIME_FULL)")
+  companion_numerical_core_times+=("$(compile_once benchmarks/compile_time/numerical.cpp "$companion")")
+  companion_numerical_full_times+=("$(compile_once benchmarks/compile_time/numerical.cpp -DSHARDWISE_COMPILE_TIME_FULL "$companion")")
+  numerical_core_headers_times+=("$(compile_once benchmarks/compile_time/numerical.cpp -DSHARDWISE_COMPILE_TIME_HEADERS_ONLY)")
+  numerical_full_headers_times+=("$(compile_once benchmarks/compile_time/numerical.cpp -DSHARDWISE_COMPILE_TIME_FULL -DSHARDWISE_COMPILE_TIME_HEADERS_ONLY)")
 done
 
 # median and min of the arguments
@@ -116,9 +132,20 @@ read -r companion_policies_median companion_policies_min <<<"$(stats "${companio
 read -r companion_ffn_median companion_ffn_min <<<"$(stats "${companion_ffn_times[@]}")"
 read -r companion_consumer_median companion_consumer_min <<<"$(stats "${companion_consumer_times[@]}")"
 read -r runtime_median runtime_min <<<"$(stats "${runtime_times[@]}")"
+read -r numerical_baseline_median numerical_baseline_min <<<"$(stats "${numerical_baseline_times[@]}")"
+read -r numerical_core_median numerical_core_min <<<"$(stats "${numerical_core_times[@]}")"
+read -r numerical_full_median numerical_full_min <<<"$(stats "${numerical_full_times[@]}")"
+read -r companion_numerical_core_median companion_numerical_core_min <<<"$(stats "${companion_numerical_core_times[@]}")"
+read -r companion_numerical_full_median companion_numerical_full_min <<<"$(stats "${companion_numerical_full_times[@]}")"
+read -r numerical_core_headers_median numerical_core_headers_min <<<"$(stats "${numerical_core_headers_times[@]}")"
+read -r numerical_full_headers_median numerical_full_headers_min <<<"$(stats "${numerical_full_headers_times[@]}")"
 # "D s (target at most 1.5 s: MET)" for the median $1 over the baseline's
 over_baseline() {
   awk -v a="$1" -v b="$baseline_median" 'BEGIN { d = a - b; printf "%.2f s (target at most 1.5 s: %s)", d, (d <= 1.5 ? "MET" : "NOT MET") }'
+}
+# "D s over the numerical baseline" for the median $1
+over_numerical() {
+  awk -v a="$1" -v b="$numerical_baseline_median" 'BEGIN { printf "%.2f s over the numerical baseline", a - b }'
 }
 
 report=$(cat <<EOF
@@ -142,6 +169,13 @@ header-only, FeedForward difference (medians): $(over_baseline "$ffn_median")
 header-only, consumer.cpp (one matmul): median ${consumer_median} s, best ${consumer_min} s
 header-only, consumer.cpp difference (medians): $(over_baseline "$consumer_median")
 companion library's src/shardwise_runtime.cpp (once per build of shardwise): median ${runtime_median} s, best ${runtime_min} s
+numerical_baseline.cpp (Eigen + MPI: gemm, adjoint, dot, axpy, norm): median ${numerical_baseline_median} s, best ${numerical_baseline_min} s
+companion library (default), numerical.cpp with core.hpp: median ${companion_numerical_core_median} s, best ${companion_numerical_core_min} s, $(over_numerical "$companion_numerical_core_median")
+companion library (default), numerical.cpp with tensor.hpp (everything): median ${companion_numerical_full_median} s, best ${companion_numerical_full_min} s, $(over_numerical "$companion_numerical_full_median")
+header-only, numerical.cpp with core.hpp: median ${numerical_core_median} s, best ${numerical_core_min} s, $(over_numerical "$numerical_core_median")
+header-only, numerical.cpp with tensor.hpp (everything): median ${numerical_full_median} s, best ${numerical_full_min} s, $(over_numerical "$numerical_full_median")
+core.hpp alone (numerical.cpp -DSHARDWISE_COMPILE_TIME_HEADERS_ONLY): median ${numerical_core_headers_median} s, best ${numerical_core_headers_min} s
+tensor.hpp alone (the same with -DSHARDWISE_COMPILE_TIME_FULL): median ${numerical_full_headers_median} s, best ${numerical_full_headers_min} s
 EOF
 )
 echo "$report"
