@@ -999,20 +999,12 @@ class DistributedArray {
       problem.set(detail::message({what, " is ", block_text_of(*caller_local), " but this rank's block of a ",
                                    face::shape_text(extents_), " ", face::noun, " is ", block_text_of(local_),
                                    detail::split_rule_note}));
-    if (!problem.found()) {
-      const extents_type strides = view_strides_of(strides_);
-      problem.set(detail::view_stride_problem(static_cast<int>(rank), local_.data(), strides.data(),
+    if (!problem.found())  // strides_ is padded; its first `rank` entries are the view's
+      problem.set(detail::view_stride_problem(static_cast<int>(rank), local_.data(), strides_.data(),
                                               !std::is_const_v<element_type>));
-    }
     if (!problem.found() && !empty && block_.ptr == nullptr)
       problem.set(detail::message({"the pointer is null but this rank's block is ", face::shape_text(local_)}));
     agree_among(groups_, extents_, problem, "shardwise::view", face::made_what, face::template made_names<rank>);
-  }
-  /// The first `rank` of the padded strides.
-  static extents_type view_strides_of(const detail::tensor_extents& strides) {
-    extents_type e{};
-    for (std::size_t d = 0; d < rank; ++d) e[d] = strides[d];
-    return e;
   }
 
   [[nodiscard]] static bool holds_share_at(const detail::block_geometry& geo) {

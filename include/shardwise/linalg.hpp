@@ -116,7 +116,8 @@ Scalar dot(const ShardedTensor<Scalar, M, ShX>& x, const ShardedTensor<Scalar, M
     ShardedTensor<Scalar, M, ShX> conjugated(x.groups(), x.extents(), detail::uninitialized);
     const Scalar* from = x.local().data();
     Scalar* to = conjugated.local().data();
-    for (Eigen::Index i = 0; i < conjugated.local().size() && x.valid(); ++i) to[i] = std::conj(from[i]);
+    if (x.valid())  // a moved-from x holds no block to read
+      for (Eigen::Index i = 0; i < conjugated.local().size(); ++i) to[i] = std::conj(from[i]);
     const ShardedTensor<Scalar, M, ShX>& operand = x.valid() ? conjugated : x;  // an unusable x is reported
     return detail::run_einsum<"i,i->", TensorSharding<>, variant::Standard>(operation, operand, y, names, "x", "y",
                                                                                  "the lengths of x and y")

@@ -84,7 +84,8 @@ inline constexpr std::string_view matmul_agreed_names =
 struct invalid_matmul {};
 
 /// check_matmul_operands for operands of these types (c null for matmul); `Call` adds what else
-/// tells the call's types apart (its variant, a memory budget).
+/// tells the call's types apart (the plan: its requested output and variant). A memory budget's
+/// shape is agreed as values (`budget`).
 template <typename Call = void, typename A, typename B, typename C>
 void check_operands(const char* operation, const A& a, const B& b, const C* c, const MatmulShape* budget = nullptr) {
   const OperandFacts facts[] = {a.facts("A"), b.facts("B"), c ? c->facts("C") : OperandFacts{}};
