@@ -1,11 +1,14 @@
 // shardwise/plan/matmul_any_mesh.hpp: the cheapest matmul plan when the mesh is a choice too:
 // meshes_of lists the meshes of P ranks, plan_matmul_any_mesh plans on each (plan_matmul) and,
 // with AnyMeshOptions::allow_idle, on meshes of fewer ranks; MeshedMatmulChoice is its answer.
+// Given AnyMeshOptions::machine, the cheapest is the one of least predicted time (time_model.hpp).
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdio>
 #include <initializer_list>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -17,8 +20,22 @@
 #include "shardwise/plan/matmul_choice.hpp"
 #include "shardwise/plan/matmul_evaluation.hpp"
 #include "shardwise/plan/matmul_search.hpp"
+#include "shardwise/plan/time_model.hpp"
 
 namespace shardwise {
+
+namespace detail {
+
+/// "; predicted 0.461 s (GEMMs 0.458 s), busiest rank sends 12582912 bytes": what
+/// MeshedMatmulChoice::describe() adds when the plan was chosen by time.
+inline std::string predicted_text(const PredictedTime& t, const Traffic& traffic) {
+  char text[128];
+  std::snprintf(text, sizeof text, "; predicted %.4g s (GEMMs %.4g s), busiest rank sends %lld bytes", t.seconds,
+                t.compute_seconds, static_cast<long long>(traffic.bytes));
+  return text;
+}
+
+}  // namespace detail
 
 /// A plan, the mesh it runs on, and the ranks it leaves idle: the mesh is laid over ranks 0 to
 /// ranks_used() - 1 of the `ranks` planned for; the others hold no block and send nothing.
@@ -26,6 +43,8 @@ struct MeshedMatmulChoice {
   MatmulChoice choice{};            ///< The plan; `found` false when none fits on any mesh.
   detail::block_geometry mesh{};    ///< Its mesh (extents; coordinates zero).
   int ranks = 0;                    ///< The ranks planned for (the communicator's).
+  /// Its predicted time on AnyMeshOptions::machine, when one was given.
+  std::optional<PredictedTime> predicted{};
 
   /// The ranks the plan runs on: the mesh's size (0 when none was found).
   [[nodiscard]] constexpr int ranks_used() const {
@@ -57,6 +76,7 @@ struct MeshedMatmulChoice {
     text += ": A" + layout(choice.a) + " B" + layout(choice.b) + " C" + layout(choice.c) + ": ";
     text += choice.plan.steps.empty() ? std::string("local GEMM")
                                       : detail::describe_schedule(choice.plan.steps, detail::matmul_names, names);
+    if (predicted) text += detail::predicted_text(*predicted, choice.traffic);
     return text;
   }
 };
@@ -79,6 +99,10 @@ struct AnyMeshOptions {
     const int fewest = static_cast<int>(static_cast<double>(ranks) * (1 - max_idle_share) + 0.999999);
     return std::max(fewest, std::min(ranks, 2));
   }
+
+  /// The machine to plan for: the plan of least predicted time on it (time_model.hpp), of the
+  /// plans of fewest bytes on each mesh; without one, the plan of fewest bytes.
+  std::optional<Machine> machine{};
 };
 
 /// Every mesh of `ranks` ranks with one to three axes, the later ones of at least 2 and the
@@ -107,6 +131,11 @@ constexpr std::vector<detail::block_geometry> meshes_of(int ranks) {
 /// P / P' (each of its ranks computes P / P' times a full share), so that idling pays only
 /// where it cuts the bytes by more. Fewer ranks are skipped where the lower bound
 /// (matmul_lower_bound, times P / P') already exceeds the best found.
+/// With `options.machine`, plans are compared by their predicted time on it instead (of each
+/// mesh, its plan of fewest bytes): idle ranks then cost what they do, each of the others
+/// computing more, and a broadcast what its algorithm makes it cost; fewer ranks are skipped
+/// where the time bound (their share of the flops, and the lower bound's bytes over a link)
+/// exceeds the best found.
 /// Throws std::invalid_argument (in a constant evaluation: a compile error) for fewer than 1
 /// rank or a problem plan_matmul refuses.
 constexpr MeshedMatmulChoice plan_matmul_any_mesh(int ranks, const MatmulProblem& problem,
@@ -121,18 +150,25 @@ constexpr MeshedMatmulChoice plan_matmul_any_mesh(int ranks, const MatmulProblem
     for (const detail::block_geometry& g : meshes_of(used)) {
       const MatmulChoice c = plan_matmul(g, problem);
       if (!c.found) continue;
-      const double weight = static_cast<double>(c.traffic.bytes) * scale;
+      std::optional<PredictedTime> predicted;
+      if (options.machine) predicted = predicted_time(*options.machine, g, problem, c);
+      const double weight = predicted ? predicted->seconds : static_cast<double>(c.traffic.bytes) * scale;
       const bool better = !best.choice.found || weight < best_weight ||
                           (weight == best_weight && used == best.ranks_used() && detail::cheaper(c, best.choice));
-      if (better) best = {c, g, ranks}, best_weight = weight;
+      if (better) best = {c, g, ranks, predicted}, best_weight = weight;
     }
   };
   consider(ranks);
   if (!options.allow_idle) return best;
   for (int used = ranks - 1; used >= options.fewest_ranks(ranks); --used) {
-    const double bound = static_cast<double>(problem.scalar_bytes) *
-                         matmul_lower_bound(problem.shape.m, problem.shape.k, problem.shape.n, used).words *
-                         static_cast<double>(ranks) / used;
+    const double bound_bytes = static_cast<double>(problem.scalar_bytes) *
+                               matmul_lower_bound(problem.shape.m, problem.shape.k, problem.shape.n, used).words;
+    const double bound =
+        options.machine
+            ? std::max(2.0 * static_cast<double>(problem.shape.m) * static_cast<double>(problem.shape.k) *
+                           static_cast<double>(problem.shape.n) / used / options.machine->gemm_flops_per_second,
+                       bound_bytes / options.machine->link_bytes_per_second)
+            : bound_bytes * static_cast<double>(ranks) / used;
     // The bound holds for balanced blocks; a margin keeps uneven ones in.
     if (best.choice.found && bound > 1.01 * best_weight) continue;
     consider(used);

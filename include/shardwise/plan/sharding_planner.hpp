@@ -37,11 +37,15 @@
 //   matmul_outputs.hpp     a kernel's plans, one per output layout, costed without a schedule
 //   matmul_search.hpp      plan_matmul: the branch-and-bound search
 //   matmul_any_mesh.hpp    plan_matmul_any_mesh, meshes_of, AnyMeshOptions: the mesh as a choice
+//   machine.hpp            Machine: GEMM rate, links, broadcast algorithm (the simulated ones named)
+//   time_model.hpp         predicted_time: a plan's time on a machine, from its steps (the
+//                          planner minimizes it when AnyMeshOptions::machine is given)
 //   planned_matmul.hpp     planned_matmul<M, choice>: a choice as types
 //   reshard.hpp            cheapest_reshard: the cheapest path between two placements
 #pragma once
 
 #include "shardwise/plan/evaluated_ranks.hpp"
+#include "shardwise/plan/machine.hpp"
 #include "shardwise/plan/matmul_any_mesh.hpp"
 #include "shardwise/plan/matmul_choice.hpp"
 #include "shardwise/plan/matmul_evaluation.hpp"
@@ -50,3 +54,4 @@
 #include "shardwise/plan/matmul_search.hpp"
 #include "shardwise/plan/planned_matmul.hpp"
 #include "shardwise/plan/reshard.hpp"
+#include "shardwise/plan/time_model.hpp"

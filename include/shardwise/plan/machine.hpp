@@ -1,0 +1,71 @@
+// shardwise/plan/machine.hpp: a machine as the time model (time_model.hpp) sees it: how fast a
+// rank multiplies, how fast and how soon a link delivers, the network's shape and how the MPI
+// library broadcasts. A constexpr value: the planner minimizes predicted time on it
+// (AnyMeshOptions::machine) instead of bytes.
+//
+//   constexpr sw::Machine cluster{.gemm_flops_per_second = 37.5e9, .link_bytes_per_second = 25e9,
+//                                 .link_latency_seconds = 0.25e-6};
+//
+// `benchmarks/simulate machine` measures this machine's values (GEMM rate; MPI bandwidth and
+// latency between two ranks) and prints them as such an initializer. The named machines below
+// are the SimGrid platforms the simulated table ran on (tests check them against the XML).
+// Pure compile-time.
+#pragma once
+
+#include <cstdint>
+
+namespace shardwise {
+
+/// The shape of the network between ranks.
+enum class Network : unsigned char {
+  fat_tree,  ///< every rank equally far: host, leaf switch, spine, leaf switch, host
+  torus      ///< ranks in order along the torus: neighbours one hop apart
+};
+
+/// How the MPI library broadcasts (SUMMA's and 2.5D's panels).
+enum class BroadcastAlgorithm : unsigned char {
+  binomial_tree,   ///< the root's message passes ceil(log2 p) times along the critical path (SMPI's default)
+  pipelined_chain  ///< root -> root+1 -> ...: the message once, plus the pipeline's fill (Open MPI's pipeline)
+};
+
+/// One rank's compute rate and the network it sends on.
+struct Machine {
+  double gemm_flops_per_second = 0;  ///< one rank's GEMM rate (2mnk flops per m x k x n product)
+  double link_bytes_per_second = 0;  ///< one link, one direction
+  double link_latency_seconds = 0;   ///< one link (a hop)
+  Network network = Network::fat_tree;
+  BroadcastAlgorithm broadcast = BroadcastAlgorithm::binomial_tree;
+  /// A pipelined chain's segment (Open MPI's ompi_pipeline: 128 KiB).
+  std::int64_t chain_segment_bytes = std::int64_t{128} << 10;
+
+  /// Equal values.
+  friend constexpr bool operator==(const Machine&, const Machine&) = default;
+};
+
+/// The latency of one message: the links it crosses times a link's. A fat tree of two levels
+/// routes through host, leaf, spine, leaf, host (4 links); on a torus the ranks of a group are
+/// neighbours in the planner's order (the simulated platforms fill hosts x fastest), one hop.
+constexpr double message_latency_seconds(const Machine& machine) {
+  return machine.link_latency_seconds * (machine.network == Network::fat_tree ? 4 : 1);
+}
+
+/// The machines of the simulated table (benchmarks/*_cluster.xml), each rank on a host of its own.
+namespace machines {
+
+/// benchmarks/fat_tree_cluster.xml: InfiniBand HDR, 25 GB/s per port, 0.25 us per link, a
+/// host at 37.5 GFLOP/s (one core's OpenBLAS dgemm), SMPI's default (binomial) broadcast.
+inline constexpr Machine simulated_fat_tree{.gemm_flops_per_second = 37.5e9,
+                                            .link_bytes_per_second = 25e9,
+                                            .link_latency_seconds = 0.25e-6,
+                                            .network = Network::fat_tree};
+
+/// benchmarks/torus_cluster.xml: a 16 x 16 x 16 torus of Tofu D links, 6.8 GB/s and 0.5 us
+/// per hop, hosts as above.
+inline constexpr Machine simulated_torus{.gemm_flops_per_second = 37.5e9,
+                                         .link_bytes_per_second = 6.8e9,
+                                         .link_latency_seconds = 0.5e-6,
+                                         .network = Network::torus};
+
+}  // namespace machines
+
+}  // namespace shardwise
