@@ -10,10 +10,15 @@ The report has, per platform, a summary (per P and shape: simulated seconds and 
 planner's best plan, 2-D SUMMA, 2.5D and PDGEMM at its best NB; the best plan's bytes over the
 lower bound), the goals of issue 25 as far as the cells allow, every cell's full line, the cells
 left out (LEFT_OUT: marked "needs a larger machine" with the reason, or "would not change the
-table") and the cells not run otherwise, with the commands that fill them.
+table") and the cells not run otherwise, with the commands that fill them; and the time model's
+prediction for every best, SUMMA and 2.5D cell next to its simulated time, with the plans the
+planner picks by predicted time (from `benchmarks/simulate predict`: the planner and the model
+only, no simulation).
 """
+import math
 import os
 import re
+import subprocess
 import sys
 
 PLATFORMS = [("fat_tree", "Fat tree (`benchmarks/fat_tree_cluster.xml`: InfiniBand HDR, 25 GB/s per port)"),
@@ -127,6 +132,127 @@ def best_pdgemm(cells, platform, p, shape):
     return cells[(platform, p, shape, plan)], plan.endswith("idle"), tried
 
 
+MODELED = ("best", "summa", "25d")  # the plans the time model reads; PDGEMM's schedule is ScaLAPACK's
+
+
+def predictions():
+    """From `benchmarks/simulate predict`: {(platform, P, shape, plan): (predicted s, GEMM s)} for
+    the best, summa and 25d cells, and {(platform, P, shape): the plan chosen by time}; both empty
+    (with a warning) where it cannot run."""
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "simulate")
+    try:
+        text = subprocess.run([script, "predict"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError) as error:
+        print(f"simulate_report: no predictions ({error})", file=sys.stderr)
+        return {}, {}
+    cells, by_time = {}, {}
+    for line in text.splitlines():
+        f = line.split("\t")
+        if f[0] == "cell":
+            cells[(f[1], int(f[2]), f[3], f[4])] = (float(f[5]), float(f[6]))
+        elif f[0] == "time":
+            by_time[(f[1], int(f[2]), f[3])] = {"same_as": f[4], "seconds": float(f[5]), "gemm": float(f[6]),
+                                                "mesh": f[7], "shardings": f[8], "bytes_plan_seconds": float(f[9])}
+    return cells, by_time
+
+
+def emit_predicted(emit, cells, predicted, by_time):
+    """The section "Predicted against simulated"."""
+    emit("## Predicted against simulated")
+    emit("")
+    if not predicted:
+        emit("No predictions: `benchmarks/simulate predict` did not run (a C++20 compiler is needed).")
+        emit("")
+        return
+    emit("The time model (`include/shardwise/plan/time_model.hpp`) reads each plan's steps on the platform's "
+         "machine (`sw::machines::simulated_fat_tree`, `simulated_torus`: the XML's link bandwidth and latency "
+         "and host speed, SMPI's binomial broadcast): GEMM flops at the host speed, ring collectives by their "
+         "bytes and messages, ring variants overlapped, SUMMA's panels one after the other with "
+         "ceil(log2 p) messages a broadcast. PDGEMM's cells run ScaLAPACK's schedule, which it does not read.")
+    emit("")
+    rows = []
+    for key, cell in cells.items():
+        if key[3] in MODELED and cell["ok"] and key in predicted:
+            rows.append((predicted[key][0] / number(cell["seconds"]), key, cell))
+    within = [r for r in rows if abs(r[0] - 1) <= 0.1]
+    per_platform = []
+    for platform, _ in PLATFORMS:
+        mine = [r for r in rows if r[1][0] == platform]
+        per_platform.append(f"{platform.replace('_', ' ')} {len([r for r in mine if abs(r[0] - 1) <= 0.1])} of {len(mine)}")
+    if not rows:
+        emit("No cell to compare.")
+        emit("")
+        return
+    ratios = sorted(r[0] for r in rows)
+    emit(f"- Within 10 % of the simulated time: {len(within)} of the {len(rows)} best, SUMMA and 2.5D cells run "
+         f"({', '.join(per_platform)}); predicted / simulated from {ratios[0]:.3f} to {ratios[-1]:.3f}, median "
+         f"{ratios[len(ratios) // 2]:.3f}.")
+    worst = sorted(rows, key=lambda r: -abs(math.log(r[0])))[:10]
+    emit("- The worst: " + "; ".join(
+        f"{k[0].replace('_', ' ')} P = {k[1]} {k[2]} {k[3]} ({c['mesh']}): {predicted[k][0]:.3f} s predicted, "
+        f"{number(c['seconds']):.3f} s simulated ({r:.2f})" for r, k, c in worst) + ".")
+    emit("")
+
+    emit("### The fastest simulated plan, by the model and by the simulation")
+    emit("")
+    emit("Per platform, P and shape with two or more of best, SUMMA and 2.5D simulated: the one the model predicts "
+         "fastest and the one the simulation ran fastest.")
+    emit("")
+    agree, differ = 0, []
+    for platform, _ in PLATFORMS:
+        for p in PROCS:
+            for shape, _ in SHAPES:
+                run = [plan for plan in MODELED if (platform, p, shape, plan) in cells and
+                       cells[(platform, p, shape, plan)]["ok"] and (platform, p, shape, plan) in predicted]
+                if len(run) < 2:
+                    continue
+                model = min(run, key=lambda plan: predicted[(platform, p, shape, plan)][0])
+                simulated = min(run, key=lambda plan: number(cells[(platform, p, shape, plan)]["seconds"]))
+                if model == simulated:
+                    agree += 1
+                else:
+                    differ.append((platform, p, shape, model, simulated))
+    emit(f"- The same plan in {agree} of {agree + len(differ)}" + (":" if not differ else "; not in:"))
+    for platform, p, shape, model, simulated in differ:
+        def seconds(plan):
+            key = (platform, p, shape, plan)
+            return f"{plan} {predicted[key][0]:.3f} s predicted, {number(cells[key]['seconds']):.3f} s simulated"
+        emit(f"  - {platform.replace('_', ' ')} P = {p} {shape}: model {model}, simulation {simulated} "
+             f"({seconds(model)}; {seconds(simulated)})")
+    emit("")
+
+    emit("### Plans by time against plans by bytes")
+    emit("")
+    emit("`plan_matmul_any_mesh(P, problem, {.allow_idle = true, .machine = ...})` on each platform's machine "
+         "against the planner by bytes (the best cell's plan). \"Simulated\": whether the table ran the plan "
+         "chosen by time (as its SUMMA or 2.5D cell) and what that says; a plan it did not run is marked "
+         "\"not simulated\".")
+    emit("")
+    changed = [(key, choice) for key, choice in sorted(by_time.items(), key=lambda kv: (
+        [x for x, _ in PLATFORMS].index(kv[0][0]), kv[0][1], [x for x, _ in SHAPES].index(kv[0][2])))
+        if choice["same_as"] != "best"]
+    emit(f"The plan differs in {len(changed)} of {len(by_time)} platforms, P and shapes.")
+    emit("")
+    if changed:
+        emit("| platform | P | shape | by bytes: mesh, predicted s, simulated s | by time: mesh, shardings | "
+             "predicted s | predicted gain | simulated |")
+        emit("|---|---:|---|---|---|---:|---:|---|")
+        for (platform, p, shape), choice in changed:
+            best = cells.get((platform, p, shape, "best"))
+            simulated_best = f"{number(best['seconds']):.3f}" if best and best["ok"] else "not run"
+            verdict = "not simulated"
+            same = (platform, p, shape, choice["same_as"])
+            if choice["same_as"] in MODELED and same in cells and cells[same]["ok"] and best and best["ok"]:
+                faster = number(cells[same]["seconds"]) < number(best["seconds"])
+                verdict = (f"{choice['same_as']} cell {number(cells[same]['seconds']):.3f} s: "
+                           + ("faster, as predicted" if faster else "slower: the model is wrong here"))
+            gain = 1 - choice["seconds"] / choice["bytes_plan_seconds"] if choice["bytes_plan_seconds"] > 0 else 0
+            emit(f"| {platform} | {p} | {shape} | {best['mesh'] if best and best['ok'] else '–'}, "
+                 f"{choice['bytes_plan_seconds']:.3f}, {simulated_best} | {choice['mesh']}: {choice['shardings']} | "
+                 f"{choice['seconds']:.3f} | {100 * gain:.1f} % | {verdict} |")
+        emit("")
+
+
 def summary_entry(cell, key=None):
     if cell is None:
         return LEFT_OUT_REASONS[LEFT[key]][0] if key in LEFT else "not run"
@@ -167,6 +293,7 @@ def main():
         return
     directory, output = sys.argv[1], sys.argv[2]
     cells = read_cells(directory)
+    predicted, by_time = predictions()
     out = []
     emit = out.append
     emit("<!-- Written by benchmarks/simulate_report.py from benchmarks/results/simulated/ "
@@ -247,12 +374,14 @@ def main():
         emit("- Fat tree, P = 4096, n = 32768 (>= 60 % of peak, >= 2 x PDGEMM): not run here.")
     emit("")
 
+    emit_predicted(emit, cells, predicted, by_time)
+
     emit("## Every cell")
     emit("")
     emit("| platform | P | shape | plan | mesh | shardings, variant | simulated s | GFLOP/s | % of peak | MiB sent, "
          "busiest rank | model MiB | bytes == model, all ranks | bound MiB | model / bound | wall s | "
-         "simulator's private MiB |")
-    emit("|---|---:|---|---|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|")
+         "simulator's private MiB | predicted s | predicted / simulated |")
+    emit("|---|---:|---|---|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|")
     for platform, _ in PLATFORMS:
         for p in PROCS:
             for shape, _ in SHAPES:
@@ -260,15 +389,18 @@ def main():
                     cell = cells.get((platform, p, shape, plan))
                     if cell is None:
                         continue
+                    model = predicted.get((platform, p, shape, plan))
                     if cell["ok"]:
+                        model_text = (f"{model[0]:.3f} | {model[0] / number(cell['seconds']):.3f}" if model
+                                      else "– | –")
                         emit(f"| {platform} | {p} | {shape} | {cell['plan']} | {cell['mesh']} | {cell['shardings']} | "
                              f"{cell['seconds']} | {cell['gflops']} | {cell['peak']} | {cell['sent']} | "
                              f"{cell['model']} | {cell['equal']} | {cell['bound']} | {cell['over_bound']} | "
-                             f"{cell.get('wall', '?')} | {cell.get('memory', '?')} |")
+                             f"{cell.get('wall', '?')} | {cell.get('memory', '?')} | {model_text} |")
                     else:
                         text = cell["line"].replace("|", "/")[:200]
                         emit(f"| {platform} | {p} | {shape} | {plan} | {text} | | | | | | | | | | "
-                             f"{cell.get('wall', '?')} | {cell.get('memory', '?')} |")
+                             f"{cell.get('wall', '?')} | {cell.get('memory', '?')} | | |")
     emit("")
 
     left = [key for key in missing if key in LEFT]
