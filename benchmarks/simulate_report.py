@@ -212,7 +212,7 @@ def emit_predicted(emit, cells, predicted, by_time):
                     agree += 1
                 else:
                     differ.append((platform, p, shape, model, simulated))
-    emit(f"- The same plan in {agree} of {agree + len(differ)}" + (":" if not differ else "; not in:"))
+    emit(f"- The same plan in {agree} of {agree + len(differ)}" + ("." if not differ else "; not in:"))
     for platform, p, shape, model, simulated in differ:
         def seconds(plan):
             key = (platform, p, shape, plan)

@@ -53,6 +53,37 @@ TEST(TimeModel, PipelinedChainPaysItsMessageOncePlusTheFill) {
   EXPECT_LT(d::broadcast_seconds(chain, 1 << 20, 8), d::broadcast_seconds(round_machine, 1 << 20, 8));
 }
 
+TEST(TimeModel, TorusRoutesAndSharesLinks) {
+  // A ring of 4 hosts (a 4 x 1 x 1 torus) under a 2 x 2 mesh. Along the minor axis y, each rank
+  // sends to its neighbour host: 1 hop, a link each. Along x (stride 2), each sends 2 hosts on,
+  // the forward way: 2 hops, and every forward link carries 2 of the 4 messages.
+  sw::Machine torus = round_machine;
+  torus.network = sw::Network::torus;
+  torus.torus_extents = {4, 1, 1};
+  const d::block_geometry mesh = mesh_of({2, 2});
+  const d::message_cost along_y = d::ring_message(torus, mesh, {1});
+  EXPECT_DOUBLE_EQ(along_y.latency_seconds, 1e-6);
+  EXPECT_DOUBLE_EQ(along_y.seconds_per_byte, 1e-9);
+  const d::message_cost along_x = d::ring_message(torus, mesh, {0});
+  EXPECT_DOUBLE_EQ(along_x.latency_seconds, 2e-6);
+  EXPECT_DOUBLE_EQ(along_x.seconds_per_byte, 2e-9);
+  // A binomial broadcast over all 4 ranks from rank 0, the farthest first: rank 0 to 2 (2 hops),
+  // then 0 to 1 and 2 to 3 (1 hop each, on links of their own).
+  const d::broadcast_rounds rounds = d::broadcast_messages(torus, mesh, {0, 1});
+  ASSERT_EQ(rounds.size(), 2u);
+  EXPECT_DOUBLE_EQ(rounds[0].latency_seconds, 2e-6);
+  EXPECT_DOUBLE_EQ(rounds[0].seconds_per_byte, 1e-9);
+  EXPECT_DOUBLE_EQ(rounds[1].latency_seconds, 1e-6);
+  EXPECT_DOUBLE_EQ(rounds[1].seconds_per_byte, 1e-9);
+  // A 5-rank line (5 x 1 x 1): 0 to 4, 0 to 2, then 0 to 1 and 2 to 3; 0 to 4 goes back 1 hop.
+  torus.torus_extents = {5, 1, 1};
+  const d::broadcast_rounds five = d::broadcast_messages(torus, mesh_of({5}), {0});
+  ASSERT_EQ(five.size(), 3u);
+  EXPECT_DOUBLE_EQ(five[0].latency_seconds, 1e-6);
+  EXPECT_DOUBLE_EQ(five[1].latency_seconds, 2e-6);
+  EXPECT_DOUBLE_EQ(five[2].latency_seconds, 1e-6);
+}
+
 TEST(TimeModel, TwoRankSumma) {
   // 256^3 on a 1 x 2 grid, A, B and C blocked [x, y]: A's k is split in two, so its 2 panels
   // of 128 columns (256 x 128 doubles, 262144 bytes) are each broadcast to the other rank (one

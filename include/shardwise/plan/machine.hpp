@@ -12,6 +12,7 @@
 // Pure compile-time.
 #pragma once
 
+#include <array>
 #include <cstdint>
 
 namespace shardwise {
@@ -37,14 +38,17 @@ struct Machine {
   BroadcastAlgorithm broadcast = BroadcastAlgorithm::binomial_tree;
   /// A pipelined chain's segment (Open MPI's ompi_pipeline: 128 KiB).
   std::int64_t chain_segment_bytes = std::int64_t{128} << 10;
+  /// A torus's hosts along x, y and z; rank r on host r, x fastest (as benchmarks/simulate
+  /// places them). Unused on a fat tree.
+  std::array<int, 3> torus_extents{};
 
   /// Equal values.
   friend constexpr bool operator==(const Machine&, const Machine&) = default;
 };
 
-/// The latency of one message: the links it crosses times a link's. A fat tree of two levels
-/// routes through host, leaf, spine, leaf, host (4 links); on a torus the ranks of a group are
-/// neighbours in the planner's order (the simulated platforms fill hosts x fastest), one hop.
+/// The latency of one message on links of its own: the links it crosses times a link's. A fat
+/// tree of two levels routes through host, leaf, spine, leaf, host (4 links); on a torus, one
+/// hop (the time model routes a torus's messages: time_model.hpp).
 constexpr double message_latency_seconds(const Machine& machine) {
   return machine.link_latency_seconds * (machine.network == Network::fat_tree ? 4 : 1);
 }
@@ -64,7 +68,8 @@ inline constexpr Machine simulated_fat_tree{.gemm_flops_per_second = 37.5e9,
 inline constexpr Machine simulated_torus{.gemm_flops_per_second = 37.5e9,
                                          .link_bytes_per_second = 6.8e9,
                                          .link_latency_seconds = 0.5e-6,
-                                         .network = Network::torus};
+                                         .network = Network::torus,
+                                         .torus_extents = {16, 16, 16}};
 
 }  // namespace machines
 

@@ -10,11 +10,18 @@
 //     message, on a pipelined chain once plus the pipeline's fill (p - 2 segments);
 //   - a slice: a local copy, nothing.
 // Ranks a plan leaves idle are lost work by construction: its mesh's ranks multiply more each.
-// Contention between messages on shared links is not modeled. Pure compile-time.
+// What a message costs depends on the network: on a fat tree (full bisection) every message
+// crosses 4 links and has one to itself; on a torus the model routes every message of the
+// step's pattern (each rank to the next of its group; a binomial round's senders to theirs)
+// dimension by dimension along the shorter way, and a message takes the latency of the longest
+// route and the bandwidth of the busiest link divided among the messages crossing it. Pure
+// compile-time.
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
+#include <vector>
 
 #include "shardwise/layout.hpp"
 #include "shardwise/plan/cost.hpp"
@@ -36,24 +43,148 @@ struct PredictedTime {
 
 namespace detail {
 
-constexpr double transfer_seconds(const Machine& machine, const Traffic& t) {
-  return static_cast<double>(t.bytes) / machine.link_bytes_per_second +
-         static_cast<double>(t.messages) * message_latency_seconds(machine);
+/// What a message of one pattern of concurrent messages costs: the latency of the longest
+/// route and the seconds a byte takes through the busiest link.
+struct message_cost {
+  double latency_seconds = 0;
+  double seconds_per_byte = 0;
+  [[nodiscard]] constexpr double operator()(std::int64_t bytes) const {
+    return latency_seconds + static_cast<double>(bytes) * seconds_per_byte;
+  }
+};
+
+/// A message with a route and a link of its own (a fat tree).
+constexpr message_cost unshared_message(const Machine& machine) {
+  return {message_latency_seconds(machine), 1 / machine.link_bytes_per_second};
 }
 
-/// One broadcast of `bytes` to a group of `group` ranks, along its critical path.
-constexpr double broadcast_seconds(const Machine& machine, std::int64_t bytes, int group) {
-  if (group <= 1 || bytes <= 0) return 0;
-  const double latency = message_latency_seconds(machine);
+/// On a torus, the messages from every rank of `mesh` whose group rank along `axes` is g
+/// with sends(g) to the member target(g): the ranks on hosts 0, 1, ... (x fastest), each routed
+/// x, then y, then z, the shorter way round.
+template <typename Sends, typename Target>
+constexpr message_cost torus_pattern(const Machine& machine, const block_geometry& mesh, const axis_list& axes,
+                                     Sends&& sends, Target&& target) {
+  const std::array<int, 3>& e = machine.torus_extents;
+  const int hosts = e[0] * e[1] * e[2];
+  if (hosts <= 0) return unshared_message(machine);
+  std::vector<int> load(static_cast<std::size_t>(hosts) * 6, 0);  // per host, dimension and direction
+  int busiest = 0, longest = 0;
+  int ranks = 1;
+  for (int a = 0; a < mesh.ndim; ++a) ranks *= mesh.extents[static_cast<std::size_t>(a)];
+  block_geometry geo = mesh;
+  for (int r = 0; r < ranks; ++r) {
+    int rest = r;
+    for (int a = mesh.ndim; a-- > 0;) {
+      geo.coordinate[static_cast<std::size_t>(a)] = rest % mesh.extents[static_cast<std::size_t>(a)];
+      rest /= mesh.extents[static_cast<std::size_t>(a)];
+    }
+    const int g = geo.group_rank(axes);
+    if (!sends(g)) continue;
+    int from = r % hosts;
+    const int to = geo.member(axes, target(g)).flat_rank() % hosts;
+    int hops = 0, stride = 1;
+    for (int d = 0; d < 3; ++d) {
+      const int extent = e[static_cast<std::size_t>(d)];
+      const int here = from / stride % extent, there = to / stride % extent;
+      const int forward = (there - here + extent) % extent;
+      const bool up = forward <= extent - forward;
+      for (int step = up ? forward : extent - forward; step > 0; --step) {
+        const int at = from / stride % extent;
+        const std::size_t link = static_cast<std::size_t>(from) * 6 + static_cast<std::size_t>(2 * d + (up ? 0 : 1));
+        busiest = std::max(busiest, ++load[link]);
+        from += ((at + (up ? 1 : extent - 1)) % extent - at) * stride;
+        ++hops;
+      }
+      stride *= extent;
+    }
+    longest = std::max(longest, hops);
+  }
+  return {longest * machine.link_latency_seconds, std::max(busiest, 1) / machine.link_bytes_per_second};
+}
+
+/// A ring over `axes`: every rank sends to the next of its group.
+constexpr message_cost ring_message(const Machine& machine, const block_geometry& mesh, const axis_list& axes) {
+  if (machine.network != Network::torus) return unshared_message(machine);
+  const int size = mesh.group_size(axes);
+  return torus_pattern(machine, mesh, axes, [](int) { return true; }, [size](int g) { return (g + 1) % size; });
+}
+
+/// A broadcast over `axes`, what each of its rounds costs a message: a binomial tree's
+/// ceil(log2 p) rounds, the farthest first as MPICH's and SMPI's send them (with the root at
+/// group rank 0: the multiples of 2d send to the rank d after them, d = 2^(rounds-1) ... 1), or
+/// the one round of a chain (each rank but the last to the next).
+using broadcast_rounds = static_vector<message_cost, 32>;
+constexpr broadcast_rounds broadcast_messages(const Machine& machine, const block_geometry& mesh, const axis_list& axes) {
+  broadcast_rounds rounds;
+  const int size = mesh.group_size(axes);
+  if (size <= 1) return rounds;
+  if (machine.broadcast == BroadcastAlgorithm::pipelined_chain) {
+    rounds.push_back(machine.network != Network::torus
+                         ? unshared_message(machine)
+                         : torus_pattern(machine, mesh, axes, [size](int g) { return g + 1 < size; },
+                                         [](int g) { return g + 1; }));
+    return rounds;
+  }
+  int reach = 1;
+  while (2 * reach < size) reach *= 2;
+  for (; reach >= 1; reach /= 2)
+    rounds.push_back(machine.network != Network::torus
+                         ? unshared_message(machine)
+                         : torus_pattern(
+                               machine, mesh, axes, [reach, size](int g) { return g % (2 * reach) == 0 && g + reach < size; },
+                               [reach](int g) { return g + reach; }));
+  return rounds;
+}
+
+/// One broadcast of `bytes`, along its critical path: every round of a binomial tree in turn;
+/// a pipelined chain's segments, the last one passed along group - 1 links behind the first.
+constexpr double broadcast_seconds(const Machine& machine, const broadcast_rounds& rounds, std::int64_t bytes, int group) {
+  if (group <= 1 || bytes <= 0 || rounds.empty()) return 0;
   if (machine.broadcast == BroadcastAlgorithm::binomial_tree) {
-    int rounds = 0;  // ceil(log2 group)
-    while ((1 << rounds) < group) ++rounds;
-    return rounds * (latency + static_cast<double>(bytes) / machine.link_bytes_per_second);
+    double total = 0;
+    for (const message_cost& round : rounds) total += round(bytes);
+    return total;
   }
   const std::int64_t segment = std::max<std::int64_t>(1, machine.chain_segment_bytes);
   const std::int64_t segments = (bytes + segment - 1) / segment;
-  const double per_segment = latency + static_cast<double>(bytes) / static_cast<double>(segments) / machine.link_bytes_per_second;
-  return static_cast<double>(segments + group - 2) * per_segment;
+  return static_cast<double>(segments + group - 2) * rounds[0]((bytes + segments - 1) / segments);
+}
+
+/// The same on a group of `group` ranks of a fat tree (each message on links of its own).
+constexpr double broadcast_seconds(const Machine& machine, std::int64_t bytes, int group) {
+  block_geometry line;
+  line.ndim = 1;
+  line.extents[0] = group;
+  Machine fat_tree = machine;
+  fat_tree.network = Network::fat_tree;
+  return broadcast_seconds(fat_tree, broadcast_messages(fat_tree, line, {0}), bytes, group);
+}
+
+/// What each step's messages cost on `mesh` (by step index): its ring's, and its broadcasts'
+/// rounds (SUMMA: A's over `axes`, B's over `b_axes`). Computed once per plan, for every rank.
+struct step_network {
+  message_cost ring{};
+  broadcast_rounds a_rounds{}, b_rounds{};
+};
+using schedule_network = std::array<step_network, Schedule::capacity()>;
+
+constexpr schedule_network network_of(const Machine& machine, const Schedule& steps, const block_geometry& mesh) {
+  schedule_network network{};
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const Step& step = steps[i];
+    if (step.kind == StepKind::summa_gemm) {
+      network[i].a_rounds = broadcast_messages(machine, mesh, step.axes);
+      network[i].b_rounds = broadcast_messages(machine, mesh, step.b_axes);
+    } else if (step.kind != StepKind::local_gemm && step.kind != StepKind::slice) {
+      network[i].ring = ring_message(machine, mesh, step.axes);
+    }
+  }
+  return network;
+}
+
+/// A collective's messages one after the other, each as `cost` says.
+constexpr double transfer_seconds(const message_cost& cost, const Traffic& t) {
+  return static_cast<double>(t.messages) * cost.latency_seconds + static_cast<double>(t.bytes) * cost.seconds_per_byte;
 }
 
 /// The flops of the local contraction a contracting step runs on this rank: its blocks of A
@@ -76,9 +207,9 @@ constexpr double step_flops(const Step& step, const operand_axes& before, const 
 }
 
 /// SUMMA's (and 2.5D's) panels one after the other: A's broadcast, B's, the panel's GEMM.
-constexpr PredictedTime summa_seconds(const Machine& machine, const Step& step, const operand_axes& state,
-                                      const operand_extents& global, const block_geometry& geo,
-                                      std::int64_t scalar_bytes, int panel_width) {
+constexpr PredictedTime summa_seconds(const Machine& machine, const step_network& network, const Step& step,
+                                      const operand_axes& state, const operand_extents& global,
+                                      const block_geometry& geo, std::int64_t scalar_bytes, int panel_width) {
   const std::int64_t m_local = geo.extent(global[0][0], state[Operand::A].dim(0));
   const std::int64_t n_local = geo.extent(global[1][1], state[Operand::B].dim(1));
   const int a_group = geo.group_size(step.axes), b_group = geo.group_size(step.b_axes);
@@ -87,8 +218,8 @@ constexpr PredictedTime summa_seconds(const Machine& machine, const Step& step, 
   for_each_summa_panel(
       global[0][1], a_group, b_group, panel_width,
       [&](const summa_panel& p) {
-        t.seconds += broadcast_seconds(machine, m_local * p.width * scalar_bytes, a_group) +
-                     broadcast_seconds(machine, p.width * n_local * scalar_bytes, b_group);
+        t.seconds += broadcast_seconds(machine, network.a_rounds, m_local * p.width * scalar_bytes, a_group) +
+                     broadcast_seconds(machine, network.b_rounds, p.width * n_local * scalar_bytes, b_group);
       },
       range.first, range.last);
   t.compute_seconds = 2.0 * static_cast<double>(m_local) * static_cast<double>(range.last - range.first) *
@@ -98,14 +229,14 @@ constexpr PredictedTime summa_seconds(const Machine& machine, const Step& step, 
 }
 
 /// The time of `step` on the rank at `geo`, the shardings before it being `state`.
-constexpr PredictedTime step_seconds(const Machine& machine, const Step& step, const operand_axes& state,
-                                     const operand_extents& global, const block_geometry& geo,
-                                     std::int64_t scalar_bytes, int panel_width) {
+constexpr PredictedTime step_seconds(const Machine& machine, const step_network& network, const Step& step,
+                                     const operand_axes& state, const operand_extents& global,
+                                     const block_geometry& geo, std::int64_t scalar_bytes, int panel_width) {
   switch (step.kind) {
     case StepKind::all_gather:
     case StepKind::reduce_scatter:
     case StepKind::all_reduce:
-      return {transfer_seconds(machine, step_traffic(step, state, global, geo, scalar_bytes, panel_width)), 0};
+      return {transfer_seconds(network.ring, step_traffic(step, state, global, geo, scalar_bytes, panel_width)), 0};
     case StepKind::slice:
       return {};
     case StepKind::local_gemm: {
@@ -117,26 +248,27 @@ constexpr PredictedTime step_seconds(const Machine& machine, const Step& step, c
       const double gemm = step_flops(step, state, global, geo) / machine.gemm_flops_per_second;
       const int group = geo.group_size(step.axes);
       if (group <= 1) return {gemm, gemm};
-      const double exchanges = transfer_seconds(machine, step_traffic(step, state, global, geo, scalar_bytes, panel_width));
+      const double exchanges =
+          transfer_seconds(network.ring, step_traffic(step, state, global, geo, scalar_bytes, panel_width));
       const double per_gemm = gemm / group, per_exchange = exchanges / (group - 1);
       return {(group - 1) * std::max(per_exchange, per_gemm) + per_gemm, gemm};
     }
     case StepKind::summa_gemm:
-      return summa_seconds(machine, step, state, global, geo, scalar_bytes, panel_width);
+      return summa_seconds(machine, network, step, state, global, geo, scalar_bytes, panel_width);
   }
   return {};
 }
 
 /// The time of `steps` from `start` on the rank at `geo`: the steps one after the other.
-constexpr PredictedTime schedule_seconds(const Machine& machine, const Schedule& steps, operand_axes state,
-                                         const operand_extents& global, const block_geometry& geo,
-                                         std::int64_t scalar_bytes, int panel_width) {
+constexpr PredictedTime schedule_seconds(const Machine& machine, const schedule_network& network,
+                                         const Schedule& steps, operand_axes state, const operand_extents& global,
+                                         const block_geometry& geo, std::int64_t scalar_bytes, int panel_width) {
   PredictedTime total;
-  for (const Step& step : steps) {
-    const PredictedTime t = step_seconds(machine, step, state, global, geo, scalar_bytes, panel_width);
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const PredictedTime t = step_seconds(machine, network[i], steps[i], state, global, geo, scalar_bytes, panel_width);
     total.seconds += t.seconds;
     total.compute_seconds += t.compute_seconds;
-    apply_step(step, state);
+    apply_step(steps[i], state);
   }
   return total;
 }
@@ -150,9 +282,10 @@ constexpr PredictedTime predicted_time(const Machine& machine, const detail::blo
                                        const MatmulProblem& problem, const MatmulChoice& choice) {
   using namespace detail;
   const operand_extents extents = matmul_extents(problem.shape);
+  const schedule_network network = network_of(machine, choice.plan.steps, mesh);
   auto at = [&](const block_geometry& geo) {
-    return schedule_seconds(machine, choice.plan.steps, choice.plan.start, extents, geo, problem.scalar_bytes,
-                            choice.panel_width);
+    return schedule_seconds(machine, network, choice.plan.steps, choice.plan.start, extents, geo,
+                            problem.scalar_bytes, choice.panel_width);
   };
   if (divides_evenly(mesh, problem.shape)) {
     block_geometry origin = mesh;
