@@ -168,7 +168,9 @@ def emit_predicted(emit, cells, predicted, by_time):
          "machine (`sw::machines::simulated_fat_tree`, `simulated_torus`: the XML's link bandwidth and latency "
          "and host speed, SMPI's binomial broadcast): GEMM flops at the host speed, ring collectives by their "
          "bytes and messages, ring variants overlapped, SUMMA's panels one after the other with "
-         "ceil(log2 p) messages a broadcast. PDGEMM's cells run ScaLAPACK's schedule, which it does not read.")
+         "ceil(log2 p) messages a broadcast; on the torus every message routed, paying the longest route's "
+         "latency and the busiest link's shared bandwidth. PDGEMM's cells run ScaLAPACK's schedule, which it "
+         "does not read.")
     emit("")
     rows = []
     for key, cell in cells.items():
