@@ -8,6 +8,7 @@
 #include <initializer_list>
 #include <regex>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 
 #include "shardwise/plan/machine.hpp"
@@ -197,6 +198,22 @@ TEST(TimeModel, DescribeNamesThePredictedTimeBesideTheBytes) {
       << text;
   const sw::MeshedMatmulChoice by_bytes = sw::plan_matmul_any_mesh(7, seven_rank_problem, {.allow_idle = true});
   EXPECT_EQ(by_bytes.describe().find("predicted"), std::string::npos) << by_bytes.describe();
+}
+
+TEST(TimeModel, RefusesAMachineItCannotTime) {
+  sw::Machine no_rate = round_machine;
+  no_rate.gemm_flops_per_second = 0;
+  EXPECT_THROW(sw::plan_matmul_any_mesh(7, seven_rank_problem, {.machine = no_rate}), std::invalid_argument);
+  sw::Machine torus_without_extents = round_machine;
+  torus_without_extents.network = sw::Network::torus;
+  try {
+    sw::plan_matmul_any_mesh(7, seven_rank_problem, {.machine = torus_without_extents});
+    ADD_FAILURE() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("shardwise::plan_matmul_any_mesh: the machine is a torus without torus_extents"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 // The named machines hold what the platform files say.

@@ -14,6 +14,9 @@
 
 #include <array>
 #include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
 
 namespace shardwise {
 
@@ -52,6 +55,20 @@ struct Machine {
 constexpr double message_latency_seconds(const Machine& machine) {
   return machine.link_latency_seconds * (machine.network == Network::fat_tree ? 4 : 1);
 }
+
+namespace detail {
+
+/// Refuses a machine the time model cannot time (std::invalid_argument naming `who`; in a
+/// constant evaluation, a compile error): a rate or bandwidth of 0 or less, a negative latency,
+/// a torus without its extents.
+constexpr void check_machine(std::string_view who, const Machine& machine) {
+  if (!(machine.gemm_flops_per_second > 0)) throw std::invalid_argument(std::string(who) + ": the machine's gemm_flops_per_second is not above 0; give one rank's GEMM rate in flop/s");
+  if (!(machine.link_bytes_per_second > 0)) throw std::invalid_argument(std::string(who) + ": the machine's link_bytes_per_second is not above 0; give a link's bandwidth in bytes/s");
+  if (!(machine.link_latency_seconds >= 0)) throw std::invalid_argument(std::string(who) + ": the machine's link_latency_seconds is negative; give a link's latency in seconds, 0 or more");
+  if (machine.network == Network::torus && !(machine.torus_extents[0] > 0 && machine.torus_extents[1] > 0 && machine.torus_extents[2] > 0)) throw std::invalid_argument(std::string(who) + ": the machine is a torus without torus_extents; give its hosts along x, y and z");
+}
+
+}  // namespace detail
 
 /// The machines of the simulated table (benchmarks/*_cluster.xml), each rank on a host of its own.
 namespace machines {

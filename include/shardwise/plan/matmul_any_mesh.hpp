@@ -137,11 +137,12 @@ constexpr std::vector<detail::block_geometry> meshes_of(int ranks) {
 /// where the time bound (their share of the flops, and the lower bound's bytes over a link)
 /// exceeds the best found.
 /// Throws std::invalid_argument (in a constant evaluation: a compile error) for fewer than 1
-/// rank or a problem plan_matmul refuses.
+/// rank, a problem plan_matmul refuses or a machine predicted_time refuses.
 constexpr MeshedMatmulChoice plan_matmul_any_mesh(int ranks, const MatmulProblem& problem,
                                                   const AnyMeshOptions& options = {}) {
   if (ranks < 1) throw std::invalid_argument("shardwise::plan_matmul_any_mesh: the number of ranks is " + detail::decimal(ranks) + "; give at least 1");
   detail::check_matmul_problem("shardwise::plan_matmul_any_mesh", problem);
+  if (options.machine) detail::check_machine("shardwise::plan_matmul_any_mesh", *options.machine);
   MeshedMatmulChoice best;
   best.ranks = ranks;
   double best_weight = 0;

@@ -277,10 +277,12 @@ constexpr PredictedTime schedule_seconds(const Machine& machine, const schedule_
 
 /// The predicted time of `choice` (a plan for `problem` on `mesh`) on `machine`: that of the
 /// slowest of the ranks the planner evaluates (evaluated_ranks.hpp; where blocks divide evenly
-/// every rank takes as long, and rank 0 is evaluated).
+/// every rank takes as long, and rank 0 is evaluated). Throws std::invalid_argument (in a
+/// constant evaluation: a compile error) for a machine it cannot time (detail::check_machine).
 constexpr PredictedTime predicted_time(const Machine& machine, const detail::block_geometry& mesh,
                                        const MatmulProblem& problem, const MatmulChoice& choice) {
   using namespace detail;
+  check_machine("shardwise::predicted_time", machine);
   const operand_extents extents = matmul_extents(problem.shape);
   const schedule_network network = network_of(machine, choice.plan.steps, mesh);
   auto at = [&](const block_geometry& geo) {
