@@ -29,6 +29,7 @@
 
 #include "shardwise/scalapack/blacs.hpp"
 #include "shardwise/scalapack/pgemm.hpp"
+#include "shardwise/scalapack/ptran.hpp"
 
 namespace {
 
@@ -135,3 +136,108 @@ SHARDWISE_PGEMM_ENTRY(PZGEMM, std::complex<double>, "pzgemm_")
 
 /// Calls of this process handed to ScaLAPACK's own routine (for tests and tools).
 extern "C" long long shardwise_pgemm_fallbacks(void) { return static_cast<long long>(fallbacks); }
+
+// ---- p?tran, p?tranu, p?tranc (shardwise/scalapack/ptran.hpp) --------------------------------
+// sub(C) := beta sub(C) + alpha op(sub(A)) by one redistribution. Handed to the next p?tran in
+// link order (PBLAS's, which reports and aborts as it always has), and counted: a process
+// outside A's grid (PBLAS: parameter 702, "context"), a grid communicator numbered otherwise,
+// and what ptran() refuses (arguments out of PBLAS's rules or differing across processes).
+// SHARDWISE_PGEMM_REPORT=1 prints a sibling line per routine that was called.
+namespace {
+
+template <typename T>
+using ptran_function = void (*)(const int*, const int*, const T*, const T*, const int*, const int*, const int*,
+                                const T*, T*, const int*, const int*, const int*);
+
+std::int64_t ptran_fallbacks = 0;
+int redistribution_report_rank = -1;
+
+void report_redistribution(const char* routines, const sc::RedistributionStats& s, std::int64_t handed) {
+  if (s.calls == 0) return;
+  std::fprintf(stderr,
+               "shardwise %s (rank 0): %lld calls: %lld redistributed by shardwise, %lld without communication, "
+               "%lld handed to ScaLAPACK; %.1f MiB sent in %lld messages\n",
+               routines, static_cast<long long>(s.calls), static_cast<long long>(s.redistributed),
+               static_cast<long long>(s.without_communication), static_cast<long long>(handed),
+               static_cast<double>(s.sent_bytes) / (1 << 20), static_cast<long long>(s.messages));
+}
+
+void report_redistributions() {
+  if (redistribution_report_rank != 0) return;
+  sc::RedistributionStats tran = sc::ptran_stats();
+  tran.calls += ptran_fallbacks - tran.not_covered;  // calls handed over before ptran() saw them
+  report_redistribution("p?tran", tran, ptran_fallbacks);
+}
+
+void first_redistribution_call() {
+  static const bool once = [] {
+    const char* env = std::getenv("SHARDWISE_PGEMM_REPORT");
+    if (env != nullptr && *env != '\0' && *env != '0') {
+      MPI_Comm_rank(MPI_COMM_WORLD, &redistribution_report_rank);
+      std::atexit(report_redistributions);
+    }
+    return true;
+  }();
+  static_cast<void>(once);
+}
+
+/// ScaLAPACK's own routine `name`, the next in link order; null (and a message) when none follows.
+template <typename Function>
+Function next_routine(const char* name, const std::string& reason) {
+  const auto next = reinterpret_cast<Function>(dlsym(RTLD_NEXT, name));
+  if (next == nullptr)
+    std::fprintf(stderr, "shardwise %s: %s, and no ScaLAPACK %s follows this library in link order to hand it to\n",
+                 name, reason.c_str(), name);
+  return next;
+}
+
+template <typename T>
+void ptran_dropin(const char* next_name, bool conjugate, const int* m, const int* n, const T* alpha, const T* a,
+                  const int* ia, const int* ja, const int* desca, const T* beta, T* c, const int* ic, const int* jc,
+                  const int* descc) {
+  first_redistribution_call();
+  std::string reason;
+  try {
+    // PBLAS checks A's context first and aborts the job when this process is not in its grid.
+    const int context = desca[1];
+    const std::optional<sc::Grid> grid = sc::in_grid(context) ? sc::grid_of(context) : std::nullopt;
+    if (!sc::in_grid(context)) {
+      reason = "this process is not in the grid of A's BLACS context (DESCA's CTXT_)";
+    } else if (!grid) {
+      reason = "the BLACS grid's communicator is not numbered row-major";
+    } else {
+      const sc::PgemmOutcome outcome =
+          sc::ptran<T>(conjugate, *m, *n, *alpha, a, *ia, *ja, desca, *beta, c, *ic, *jc, descc, *grid);
+      if (outcome.result == sc::PgemmResult::computed) return;
+      reason = outcome.reason;
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "shardwise %s: %s\n", next_name, e.what());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  ++ptran_fallbacks;
+  static const auto next = next_routine<ptran_function<T>>(next_name, reason);
+  if (next != nullptr) next(m, n, alpha, a, ia, ja, desca, beta, c, ic, jc, descc);
+}
+
+}  // namespace
+
+#define SHARDWISE_PTRAN_ENTRY(name, T, next, conjugate)                                                               \
+  extern "C" void name(const int* m, const int* n, const T* alpha, const T* a, const int* ia, const int* ja,         \
+                       const int* desca, const T* beta, T* c, const int* ic, const int* jc, const int* descc) {      \
+    ptran_dropin<T>(next, conjugate, m, n, alpha, a, ia, ja, desca, beta, c, ic, jc, descc);                         \
+  }
+#define SHARDWISE_PTRAN_ENTRIES(lower, upper, T, conjugate)        \
+  SHARDWISE_PTRAN_ENTRY(lower##_, T, #lower "_", conjugate)        \
+  SHARDWISE_PTRAN_ENTRY(lower, T, #lower "_", conjugate)           \
+  SHARDWISE_PTRAN_ENTRY(upper, T, #lower "_", conjugate)
+
+SHARDWISE_PTRAN_ENTRIES(pstran, PSTRAN, float, false)
+SHARDWISE_PTRAN_ENTRIES(pdtran, PDTRAN, double, false)
+SHARDWISE_PTRAN_ENTRIES(pctranu, PCTRANU, std::complex<float>, false)
+SHARDWISE_PTRAN_ENTRIES(pztranu, PZTRANU, std::complex<double>, false)
+SHARDWISE_PTRAN_ENTRIES(pctranc, PCTRANC, std::complex<float>, true)
+SHARDWISE_PTRAN_ENTRIES(pztranc, PZTRANC, std::complex<double>, true)
+
+/// p?tran calls of this process handed to ScaLAPACK's own routine (for tests and tools).
+extern "C" long long shardwise_ptran_fallbacks(void) { return static_cast<long long>(ptran_fallbacks); }
