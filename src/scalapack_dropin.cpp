@@ -29,6 +29,7 @@
 
 #include "shardwise/scalapack/blacs.hpp"
 #include "shardwise/scalapack/pgemm.hpp"
+#include "shardwise/scalapack/pgemr2d.hpp"
 #include "shardwise/scalapack/ptran.hpp"
 
 namespace {
@@ -150,6 +151,7 @@ using ptran_function = void (*)(const int*, const int*, const T*, const T*, cons
                                 const T*, T*, const int*, const int*, const int*);
 
 std::int64_t ptran_fallbacks = 0;
+std::int64_t pgemr2d_fallbacks = 0;
 int redistribution_report_rank = -1;
 
 void report_redistribution(const char* routines, const sc::RedistributionStats& s, std::int64_t handed) {
@@ -167,6 +169,7 @@ void report_redistributions() {
   sc::RedistributionStats tran = sc::ptran_stats();
   tran.calls += ptran_fallbacks - tran.not_covered;  // calls handed over before ptran() saw them
   report_redistribution("p?tran", tran, ptran_fallbacks);
+  report_redistribution("p?gemr2d", sc::pgemr2d_stats(), pgemr2d_fallbacks);
 }
 
 void first_redistribution_call() {
@@ -241,3 +244,53 @@ SHARDWISE_PTRAN_ENTRIES(pztranc, PZTRANC, std::complex<double>, true)
 
 /// p?tran calls of this process handed to ScaLAPACK's own routine (for tests and tools).
 extern "C" long long shardwise_ptran_fallbacks(void) { return static_cast<long long>(ptran_fallbacks); }
+
+// ---- p?gemr2d (shardwise/scalapack/pgemr2d.hpp) ------------------------------------------------
+// sub(B) := sub(A) between two layouts, possibly on two grids, by one redistribution over
+// ICTXT's communicator. Handed to the next p?gemr2d in link order (ScaLAPACK's REDIST, which
+// reports bad arguments as it always has: "xxMR2D: ..." and exit), and counted: whatever
+// pgemr2d() refuses (see there), including a process outside ICTXT's grid or an ICTXT without an
+// MPI communicator of its grid.
+namespace {
+
+template <typename T>
+using pgemr2d_function = void (*)(const int*, const int*, const T*, const int*, const int*, const int*, T*,
+                                  const int*, const int*, const int*, const int*);
+
+template <typename T>
+void pgemr2d_dropin(const char* next_name, const int* m, const int* n, const T* a, const int* ia, const int* ja,
+                    const int* desca, T* b, const int* ib, const int* jb, const int* descb, const int* ictxt) {
+  first_redistribution_call();
+  std::string reason;
+  try {
+    const sc::PgemmOutcome outcome = sc::pgemr2d<T>(*m, *n, a, *ia, *ja, desca, b, *ib, *jb, descb, *ictxt);
+    if (outcome.result == sc::PgemmResult::computed) return;
+    reason = outcome.reason;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "shardwise %s: %s\n", next_name, e.what());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  ++pgemr2d_fallbacks;
+  static const auto next = next_routine<pgemr2d_function<T>>(next_name, reason);
+  if (next != nullptr) next(m, n, a, ia, ja, desca, b, ib, jb, descb, ictxt);
+}
+
+}  // namespace
+
+#define SHARDWISE_PGEMR2D_ENTRY(name, T, next)                                                                      \
+  extern "C" void name(const int* m, const int* n, const T* a, const int* ia, const int* ja, const int* desca, T* b, \
+                       const int* ib, const int* jb, const int* descb, const int* ictxt) {                          \
+    pgemr2d_dropin<T>(next, m, n, a, ia, ja, desca, b, ib, jb, descb, ictxt);                                      \
+  }
+#define SHARDWISE_PGEMR2D_ENTRIES(lower, upper, T)   \
+  SHARDWISE_PGEMR2D_ENTRY(lower##_, T, #lower "_")   \
+  SHARDWISE_PGEMR2D_ENTRY(lower, T, #lower "_")      \
+  SHARDWISE_PGEMR2D_ENTRY(upper, T, #lower "_")
+
+SHARDWISE_PGEMR2D_ENTRIES(psgemr2d, PSGEMR2D, float)
+SHARDWISE_PGEMR2D_ENTRIES(pdgemr2d, PDGEMR2D, double)
+SHARDWISE_PGEMR2D_ENTRIES(pcgemr2d, PCGEMR2D, std::complex<float>)
+SHARDWISE_PGEMR2D_ENTRIES(pzgemr2d, PZGEMR2D, std::complex<double>)
+
+/// p?gemr2d calls of this process handed to ScaLAPACK's own routine (for tests and tools).
+extern "C" long long shardwise_pgemr2d_fallbacks(void) { return static_cast<long long>(pgemr2d_fallbacks); }
