@@ -234,11 +234,13 @@ def emit_predicted(emit, cells, predicted, by_time):
         [x for x, _ in PLATFORMS].index(kv[0][0]), kv[0][1], [x for x, _ in SHAPES].index(kv[0][2])))
         if choice["same_as"] != "best"]
     emit(f"The plan differs in {len(changed)} of {len(by_time)} platforms, P and shapes.")
-    # The nearest evidence for the rings chosen by time: the 1-D rings on all ranks the table ran.
+    # Where 1-D rings on all ranks are chosen by time, the nearest evidence: those the table ran.
+    def one_d_ring(mesh, shardings):
+        return shardings.endswith(", ring") and re.fullmatch(r"\d+", mesh)
     rings = [(key, cell) for key, cell in sorted(cells.items()) if key[3] in MODELED and cell["ok"] and
-             key in predicted and cell["shardings"].endswith(", ring") and re.fullmatch(r"\d+", cell["mesh"])]
-    if rings:
-        emit("The 1-D rings on all ranks the table did run, the kind most of these are: " + "; ".join(
+             key in predicted and one_d_ring(cell["mesh"], cell["shardings"])]
+    if rings and any(one_d_ring(choice["mesh"], choice["shardings"]) for _, choice in changed):
+        emit("The 1-D rings on all ranks the table did run: " + "; ".join(
             f"{k[0].replace('_', ' ')} P = {k[1]} {k[2]}, {predicted[k][0]:.6f} s predicted, "
             f"{number(c['seconds']):.6f} s simulated (GEMMs {predicted[k][1]:.6f} s)" for k, c in rings) + ".")
     emit("")

@@ -181,6 +181,27 @@ TEST(TimeModel, PlannerByTimeKeepsTheBytesPlanWhenTheNetworkIsSlow) {
   EXPECT_EQ(by_time.choice.traffic.bytes, by_bytes.choice.traffic.bytes);
 }
 
+TEST(TimeModel, PlansWithinTheToleranceGoByBytes) {
+  // P = 64, flat 2^17 x 2^11 x 2^17 on the simulated fat tree: by bytes an 8 x 4 x 2 grid; a 1-D
+  // ring on all 64 ranks hides its messages and is predicted 0.04 % faster while it sends 4.5
+  // times the bytes. Within the default tolerance (1 %) the bytes decide; with none, the time.
+  const sw::MatmulProblem flat{{.m = 131072, .k = 2048, .n = 131072}, 8, std::int64_t{4} << 30};
+  const sw::MeshedMatmulChoice by_bytes = sw::plan_matmul_any_mesh(64, flat, {.allow_idle = true});
+  const sw::MeshedMatmulChoice tolerant =
+      sw::plan_matmul_any_mesh(64, flat, {.allow_idle = true, .machine = sw::machines::simulated_fat_tree});
+  const sw::MeshedMatmulChoice strict = sw::plan_matmul_any_mesh(
+      64, flat, {.allow_idle = true, .machine = sw::machines::simulated_fat_tree, .time_tolerance = 0});
+  EXPECT_EQ(tolerant.mesh.ndim, by_bytes.mesh.ndim);
+  EXPECT_EQ(tolerant.choice.traffic.bytes, by_bytes.choice.traffic.bytes);
+  EXPECT_EQ(strict.mesh.ndim, 1);
+  EXPECT_EQ(strict.choice.variant, d::VariantKind::ring);
+  ASSERT_TRUE(tolerant.predicted && strict.predicted);
+  EXPECT_LT(strict.predicted->seconds, tolerant.predicted->seconds);
+  EXPECT_LT(tolerant.predicted->seconds, strict.predicted->seconds * 1.01);
+  EXPECT_GT(strict.choice.traffic.bytes, 4 * tolerant.choice.traffic.bytes);
+  EXPECT_THROW(sw::plan_matmul_any_mesh(64, flat, {.machine = round_machine, .time_tolerance = -1}), std::invalid_argument);
+}
+
 // The same choice in a constant expression.
 static_assert(sw::plan_matmul_any_mesh(7, seven_rank_problem, {.allow_idle = true, .machine = compute_bound})
                   .ranks_used() == 7);

@@ -103,6 +103,11 @@ struct AnyMeshOptions {
   /// The machine to plan for: the plan of least predicted time on it (time_model.hpp), of the
   /// plans of fewest bytes on each mesh; without one, the plan of fewest bytes.
   std::optional<Machine> machine{};
+  /// With a machine, the plans predicted within this share of the fastest count as fast as it,
+  /// and of those the one chosen by bytes (as without a machine) is taken: the model does not
+  /// resolve finer differences (docs/scaling.md), and a plan that sends many times the bytes
+  /// for a gain below them would be a bet on it.
+  double time_tolerance = 0.01;
 };
 
 /// Every mesh of `ranks` ranks with one to three axes, the later ones of at least 2 and the
@@ -133,9 +138,10 @@ constexpr std::vector<detail::block_geometry> meshes_of(int ranks) {
 /// (matmul_lower_bound, times P / P') already exceeds the best found.
 /// With `options.machine`, plans are compared by their predicted time on it instead (of each
 /// mesh, its plan of fewest bytes): idle ranks then cost what they do, each of the others
-/// computing more, and a broadcast what its algorithm makes it cost; fewer ranks are skipped
-/// where the time bound (their share of the flops, and the lower bound's bytes over a link)
-/// exceeds the best found.
+/// computing more, and a broadcast what its algorithm makes it cost. Of the plans within
+/// `options.time_tolerance` of the fastest, the one of fewest bytes (weighed as above) is
+/// chosen. Fewer ranks are skipped where the time bound (their share of the flops, and the
+/// lower bound's bytes over a link) exceeds that reach.
 /// Throws std::invalid_argument (in a constant evaluation: a compile error) for fewer than 1
 /// rank, a problem plan_matmul refuses or a machine predicted_time refuses.
 constexpr MeshedMatmulChoice plan_matmul_any_mesh(int ranks, const MatmulProblem& problem,
@@ -143,38 +149,58 @@ constexpr MeshedMatmulChoice plan_matmul_any_mesh(int ranks, const MatmulProblem
   if (ranks < 1) throw std::invalid_argument("shardwise::plan_matmul_any_mesh: the number of ranks is " + detail::decimal(ranks) + "; give at least 1");
   detail::check_matmul_problem("shardwise::plan_matmul_any_mesh", problem);
   if (options.machine) detail::check_machine("shardwise::plan_matmul_any_mesh", *options.machine);
+  if (options.machine && !(options.time_tolerance >= 0)) throw std::invalid_argument("shardwise::plan_matmul_any_mesh: time_tolerance is negative; give a share of the fastest predicted time, 0 or more");
   MeshedMatmulChoice best;
   best.ranks = ranks;
   double best_weight = 0;
+  // By bytes: a plan on P' of P ranks weighs its busiest rank's bytes times P / P'.
+  auto offer = [&](const MeshedMatmulChoice& candidate) {
+    const int used = candidate.ranks_used();
+    const double weight = static_cast<double>(candidate.choice.traffic.bytes) * (static_cast<double>(ranks) / used);
+    const bool better = !best.choice.found || weight < best_weight ||
+                        (weight == best_weight && used == best.ranks_used() && detail::cheaper(candidate.choice, best.choice));
+    if (better) best = candidate, best_weight = weight;
+  };
+  // By time: every mesh's plan and its prediction, chosen from once all are known.
+  std::vector<MeshedMatmulChoice> timed;
+  double fastest = 0;
   auto consider = [&](int used) {
-    const double scale = static_cast<double>(ranks) / used;
     for (const detail::block_geometry& g : meshes_of(used)) {
       const MatmulChoice c = plan_matmul(g, problem);
       if (!c.found) continue;
-      std::optional<PredictedTime> predicted;
-      if (options.machine) predicted = predicted_time(*options.machine, g, problem, c);
-      const double weight = predicted ? predicted->seconds : static_cast<double>(c.traffic.bytes) * scale;
-      const bool better = !best.choice.found || weight < best_weight ||
-                          (weight == best_weight && used == best.ranks_used() && detail::cheaper(c, best.choice));
-      if (better) best = {c, g, ranks, predicted}, best_weight = weight;
+      if (!options.machine) {
+        offer({c, g, ranks});
+        continue;
+      }
+      const PredictedTime t = predicted_time(*options.machine, g, problem, c);
+      if (timed.empty() || t.seconds < fastest) fastest = t.seconds;
+      timed.push_back({c, g, ranks, t});
     }
   };
+  auto choose = [&] {
+    if (options.machine)
+      for (const MeshedMatmulChoice& candidate : timed)
+        if (candidate.predicted->seconds <= fastest * (1 + options.time_tolerance)) offer(candidate);
+    return best;
+  };
   consider(ranks);
-  if (!options.allow_idle) return best;
+  if (!options.allow_idle) return choose();
+  const double flops = 2.0 * static_cast<double>(problem.shape.m) * static_cast<double>(problem.shape.k) *
+                       static_cast<double>(problem.shape.n);
   for (int used = ranks - 1; used >= options.fewest_ranks(ranks); --used) {
     const double bound_bytes = static_cast<double>(problem.scalar_bytes) *
                                matmul_lower_bound(problem.shape.m, problem.shape.k, problem.shape.n, used).words;
-    const double bound =
-        options.machine
-            ? std::max(2.0 * static_cast<double>(problem.shape.m) * static_cast<double>(problem.shape.k) *
-                           static_cast<double>(problem.shape.n) / used / options.machine->gemm_flops_per_second,
-                       bound_bytes / options.machine->link_bytes_per_second)
-            : bound_bytes * static_cast<double>(ranks) / used;
     // The bound holds for balanced blocks; a margin keeps uneven ones in.
-    if (best.choice.found && bound > 1.01 * best_weight) continue;
+    if (options.machine) {
+      const double bound = std::max(flops / used / options.machine->gemm_flops_per_second,
+                                    bound_bytes / options.machine->link_bytes_per_second);
+      if (!timed.empty() && bound > 1.01 * fastest * (1 + options.time_tolerance)) continue;
+    } else if (best.choice.found && bound_bytes * static_cast<double>(ranks) / used > 1.01 * best_weight) {
+      continue;
+    }
     consider(used);
   }
-  return best;
+  return choose();
 }
 
 }  // namespace shardwise
