@@ -3,7 +3,8 @@
 //
 // Every element of the source submatrix goes to the process that holds its place in the
 // target submatrix, in one all-to-all over a communicator holding both grids' processes (one
-// message per pair of processes that share elements, none to itself counted). Per pair, the
+// message per pair of processes that share elements; a process's own share goes straight from
+// its source array to its target array, through no buffer). Per pair, the
 // elements are the product of two lists of index runs, one per dimension: the runs of the
 // source's rows (columns) that the sender holds and whose place the receiver holds among the
 // target's rows (columns), or columns (rows) for a transpose; both sides walk them in the same
@@ -141,6 +142,35 @@ copy_workspace<Scalar>& copy_buffers() {
 /// submatrix.
 inline bool copy_fits_int(const CopyShape& shape) { return shape.m * shape.n <= INT_MAX; }
 
+/// Combines one pair's elements into the target, tile by tile (a row run by a column run, at
+/// most a block each way), so that a transpose's strided writes stay within a few cache lines.
+/// `tile(cr, column, rr, row)`: the address of the tile's first source element, by its runs and
+/// its index among the pair's source columns and rows; a tile's rows are consecutive, its
+/// columns `stride` apart (the message's height, or A's LLD).
+template <typename Scalar, typename Combine, typename Tile>
+void combine_pair(const PairRuns& runs, bool transposed, std::int64_t target_ld, Scalar* c, Combine& combine,
+                  Tile&& tile, std::int64_t stride) {
+  std::int64_t column = 0;
+  for (const shared_run& cr : runs.cols) {
+    std::int64_t row = 0;
+    for (const shared_run& rr : runs.rows) {
+      const Scalar* first = tile(cr, column, rr, row);
+      for (std::int64_t j = 0; j < cr.length; ++j) {
+        const Scalar* from = first + j * stride;
+        if (transposed) {
+          Scalar* into = c + (cr.to + j) + rr.to * target_ld;  // source column -> target row
+          for (std::int64_t i = 0; i < rr.length; ++i) combine(into[i * target_ld], from[i]);
+        } else {
+          Scalar* into = c + rr.to + (cr.to + j) * target_ld;
+          for (std::int64_t i = 0; i < rr.length; ++i) combine(into[i], from[i]);
+        }
+      }
+      row += rr.length;
+    }
+    column += cr.length;
+  }
+}
+
 /// The copy, collective over `comm` (every process of both grids, and any other process of
 /// the communicator, which takes part with nothing to send or receive): target element
 /// t := combine(t, v) for each element v of op(sub(source)). `combine` gets the target element
@@ -173,6 +203,10 @@ void copy(MPI_Comm comm, const CopyShape& shape, const BlockCyclicSide& source, 
         w.incoming[s] = pair_runs(shape, source, ps, qs, target, target.row, target.col);
         w.receive_elements[s] = w.incoming[s].count();
       }
+  // This process's own share skips the buffers: combined straight from A below.
+  const auto self = static_cast<std::size_t>(me);
+  const bool own_share = w.send_elements[self] > 0;
+  w.send_elements[self] = w.receive_elements[self] = 0;
   std::int64_t send_total = 0, receive_total = 0;
   for (std::size_t r = 0; r < size; ++r) {
     send_total += w.send_elements[r];
@@ -196,34 +230,24 @@ void copy(MPI_Comm comm, const CopyShape& shape, const BlockCyclicSide& source, 
   }
   MPI_Alltoallv(w.send.data(), w.send_counts.data(), w.send_offsets.data(), mpi_type<Scalar>(), w.receive.data(),
                 w.receive_counts.data(), w.receive_offsets.data(), mpi_type<Scalar>(), comm);
-  stats.sent_bytes += static_cast<std::int64_t>(sizeof(Scalar)) * (send_total - w.send_elements[static_cast<std::size_t>(me)]);
+  stats.sent_bytes += static_cast<std::int64_t>(sizeof(Scalar)) * send_total;
+  if (own_share)
+    combine_pair(w.outgoing[self], shape.transposed, target.ld, c, combine,
+                 [&](const shared_run& cr, std::int64_t, const shared_run& rr, std::int64_t) {
+                   return a + cr.from * source.ld + rr.from;
+                 },
+                 source.ld);
 
-  // Unpack: each message is a column-major matrix (its source rows by its source columns);
-  // tile by tile (one row run by one column run, at most a block each way), so that a
-  // transpose's strided writes stay within a few cache lines.
-  for (std::size_t s = 0; s < size; ++s) {
-    if (w.receive_elements[s] == 0) continue;
-    const PairRuns& runs = w.incoming[s];
-    const std::int64_t height = run_total(runs.rows);
-    const Scalar* message = w.receive.data() + w.receive_offsets[s];
-    std::int64_t column = 0;
-    for (const shared_run& cr : runs.cols) {
-      std::int64_t row = 0;
-      for (const shared_run& rr : runs.rows) {
-        for (std::int64_t j = 0; j < cr.length; ++j) {
-          const Scalar* from = message + (column + j) * height + row;
-          if (shape.transposed) {
-            Scalar* into = c + (cr.to + j) + rr.to * target.ld;  // source column -> target row
-            for (std::int64_t i = 0; i < rr.length; ++i) combine(into[i * target.ld], from[i]);
-          } else {
-            Scalar* into = c + rr.to + (cr.to + j) * target.ld;
-            for (std::int64_t i = 0; i < rr.length; ++i) combine(into[i], from[i]);
-          }
-        }
-        row += rr.length;
-      }
-      column += cr.length;
-    }
+  // Unpack: each message is a column-major matrix (its source rows by its source columns).
+  for (std::size_t r = 0; r < size; ++r) {
+    if (w.receive_elements[r] == 0) continue;
+    const std::int64_t height = run_total(w.incoming[r].rows);
+    const Scalar* message = w.receive.data() + w.receive_offsets[r];
+    combine_pair(w.incoming[r], shape.transposed, target.ld, c, combine,
+                 [&](const shared_run&, std::int64_t column, const shared_run&, std::int64_t row) {
+                   return message + column * height + row;
+                 },
+                 height);
   }
 }
 
