@@ -1,0 +1,160 @@
+// The drop-in p?tran and p?gemr2d against ScaLAPACK's, side by side in one run:
+//   ptran/n:N/nb:NB/grid:RxC      C = A^T (pdtran, alpha 1, beta 0, whole n x n matrices, NB x NB
+//                                 blocks from process (0, 0)) on every grid of the world's ranks;
+//   pgemr2d/n:N/nb:NB/to:WHAT     B = A (pdgemr2d, whole n x n matrices): to nb:2NB on the same
+//                                 1 x P grid, or to the P x 1 grid with the same NB.
+// Each iteration runs ScaLAPACK's routine and then shardwise::scalapack's (the engine of
+// libshardwise_scalapack's) on the same descriptors, each timed as its slowest rank; the
+// benchmark's time is shardwise's, and
+//   ratio          shardwise's time / ScaLAPACK's (< 1: the drop-in is faster)
+//   scalapack_ms   ScaLAPACK's time per call
+//   sent_MiB       what rank 0 sent per call (RedistributionStats::sent_bytes)
+//
+//   mpiexec -n 2 --bind-to none build/benchmarks/ptran_bench --benchmark_repetitions=3
+#include <mpi.h>
+
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "pdgemm.hpp"  // the BLACS and ScaLAPACK prototypes
+#include "shardwise/bench/mpi_benchmark_main.hpp"
+#include "shardwise/scalapack/blacs.hpp"
+#include "shardwise/scalapack/pgemr2d.hpp"
+#include "shardwise/scalapack/ptran.hpp"
+
+extern "C" {
+void pdtran_(const int* m, const int* n, const double* alpha, const double* a, const int* ia, const int* ja,
+             const int* desca, const double* beta, double* c, const int* ic, const int* jc, const int* descc);
+void pdgemr2d_(const int* m, const int* n, const double* a, const int* ia, const int* ja, const int* desca, double* b,
+               const int* ib, const int* jb, const int* descb, const int* ictxt);
+}
+
+namespace {
+
+namespace sc = shardwise::scalapack;
+
+/// A grid per (rows, cols), made once (collective) and kept.
+int context_of(int rows, int cols) {
+  static std::vector<std::pair<std::pair<int, int>, int>> made;
+  for (const auto& [shape, c] : made)
+    if (shape == std::pair{rows, cols}) return c;
+  int context = 0;
+  Cblacs_get(0, 0, &context);
+  Cblacs_gridinit(&context, "R", rows, cols);
+  made.push_back({{rows, cols}, context});
+  return context;
+}
+
+struct Local {
+  std::vector<double> data;
+  int desc[9]{};
+};
+
+Local make(const sc::Grid& g, int context, int n, int nb, unsigned seed) {
+  Local x;
+  const int zero = 0;
+  const int rows = numroc_(&n, &nb, &g.row, &zero, &g.rows), cols = numroc_(&n, &nb, &g.col, &zero, &g.cols);
+  const int lld = std::max(1, rows);
+  int info = 0;
+  descinit_(x.desc, &n, &n, &nb, &nb, &zero, &zero, &context, &lld, &info);
+  x.data.resize(static_cast<std::size_t>(lld) * static_cast<std::size_t>(std::max(1, cols)));
+  std::mt19937_64 draw(seed + static_cast<unsigned>(g.row * g.cols + g.col));
+  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+  for (double& v : x.data) v = uniform(draw);
+  return x;
+}
+
+double timed(MPI_Comm comm, auto&& call) {
+  MPI_Barrier(comm);
+  const double start = MPI_Wtime();
+  call();
+  double t = MPI_Wtime() - start;
+  MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, comm);
+  return t;
+}
+
+/// Times `reference` and `ours` alternately; ours is the benchmark's time. `stats` reads the
+/// routine's counts; `same` says whether the two results agree.
+void side_by_side(benchmark::State& state, MPI_Comm comm, auto&& reference, auto&& ours, auto&& stats, auto&& same) {
+  reference();  // warm-up: BLACS buffers, workspaces, page faults
+  ours();
+  const sc::RedistributionStats before = stats();
+  double reference_total = 0, ours_total = 0;
+  for (auto _ : state) {
+    reference_total += timed(comm, reference);
+    const double t = timed(comm, ours);
+    ours_total += t;
+    state.SetIterationTime(t);
+  }
+  const sc::RedistributionStats after = stats();
+  state.counters["ratio"] = ours_total / reference_total;
+  state.counters["scalapack_ms"] = 1e3 * reference_total / static_cast<double>(state.iterations());
+  state.counters["sent_MiB"] = static_cast<double>(after.sent_bytes - before.sent_bytes) /
+                               static_cast<double>(std::max<std::int64_t>(1, after.calls - before.calls)) / (1 << 20);
+  int differ = same() ? 0 : 1;
+  MPI_Allreduce(MPI_IN_PLACE, &differ, 1, MPI_INT, MPI_MAX, comm);
+  if (differ != 0) state.SkipWithError("shardwise's result differs from ScaLAPACK's");
+}
+
+void transpose(benchmark::State& state, int n, int nb, int rows, int cols) {
+  const int context = context_of(rows, cols);
+  const sc::Grid g = *sc::grid_of(context);
+  const Local a = make(g, context, n, nb, 1);
+  Local c_ref = make(g, context, n, nb, 2), c_sw = c_ref;
+  const int one = 1;
+  const double alpha = 1, beta = 0;
+  side_by_side(
+      state, g.comm,
+      [&] { pdtran_(&n, &n, &alpha, a.data.data(), &one, &one, a.desc, &beta, c_ref.data.data(), &one, &one, c_ref.desc); },
+      [&] { sc::ptran<double>(false, n, n, alpha, a.data.data(), 1, 1, a.desc, beta, c_sw.data.data(), 1, 1, c_sw.desc, g); },
+      [] { return sc::ptran_stats(); }, [&] { return c_ref.data == c_sw.data; });
+}
+
+/// B = A from the 1 x P grid with NB to (rows x cols, nb_b).
+void copy(benchmark::State& state, int n, int nb, int rows, int cols, int nb_b) {
+  const int size = shardwise::bench::world_size();
+  const int from = context_of(1, size), to = context_of(rows, cols);
+  const sc::Grid ga = *sc::grid_of(from), gb = *sc::grid_of(to);
+  const Local a = make(ga, from, n, nb, 1);
+  Local b_ref = make(gb, to, n, nb_b, 2), b_sw = b_ref;
+  const int one = 1;
+  side_by_side(
+      state, ga.comm,
+      [&] { pdgemr2d_(&n, &n, a.data.data(), &one, &one, a.desc, b_ref.data.data(), &one, &one, b_ref.desc, &from); },
+      [&] { sc::pgemr2d<double>(n, n, a.data.data(), 1, 1, a.desc, b_sw.data.data(), 1, 1, b_sw.desc, from); },
+      [] { return sc::pgemr2d_stats(); }, [&] { return b_ref.data == b_sw.data; });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return shardwise::bench::mpi_benchmark_main(argc, argv, [](int) {
+    const int size = shardwise::bench::world_size();
+    for (int n : {512, 2048, 4096})
+      for (int nb : {32, 64})
+        for (int rows = 1; rows <= size; ++rows) {
+          if (size % rows != 0) continue;
+          const std::string name = "ptran/n:" + std::to_string(n) + "/nb:" + std::to_string(nb) + "/grid:" +
+                                   std::to_string(rows) + "x" + std::to_string(size / rows);
+          benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& state) {
+            transpose(state, n, nb, rows, size / rows);
+          })->UseManualTime()->Unit(benchmark::kMillisecond);
+        }
+    for (int n : {2048, 4096})
+      for (int nb : {32, 64}) {
+        const std::string base = "pgemr2d/n:" + std::to_string(n) + "/nb:" + std::to_string(nb);
+        benchmark::RegisterBenchmark((base + "/to:nb" + std::to_string(2 * nb)).c_str(),
+                                     [=](benchmark::State& state) { copy(state, n, nb, 1, size, 2 * nb); })
+            ->UseManualTime()
+            ->Unit(benchmark::kMillisecond);
+        benchmark::RegisterBenchmark((base + "/to:" + std::to_string(size) + "x1").c_str(),
+                                     [=](benchmark::State& state) { copy(state, n, nb, size, 1, nb); })
+            ->UseManualTime()
+            ->Unit(benchmark::kMillisecond);
+      }
+  });
+}
