@@ -240,7 +240,7 @@ TEST(TimeModel, RefusesAMachineItCannotTime) {
 // The named machines hold what the platform files say.
 struct platform_values {
   double speed = 0, bandwidth = 0, latency = 0;
-  std::string topology;
+  std::string topology, topology_parameters;
 };
 
 double si(const std::string& number, const std::string& unit) {
@@ -267,6 +267,7 @@ platform_values read_platform(const std::string& name) {
   v.bandwidth = attribute("bw");
   v.latency = attribute("lat");
   if (std::regex_search(xml, m, std::regex("<cluster[^>]* topology=\"([A-Z_]+)\""))) v.topology = m[1];
+  if (std::regex_search(xml, m, std::regex("<cluster[^>]* topo_parameters=\"([^\"]*)\""))) v.topology_parameters = m[1];
   return v;
 }
 
@@ -283,6 +284,8 @@ TEST(Machines, SimulatedPlatformsMatchTheirFiles) {
   EXPECT_DOUBLE_EQ(sw::machines::simulated_torus.link_bytes_per_second, torus.bandwidth);
   EXPECT_DOUBLE_EQ(sw::machines::simulated_torus.link_latency_seconds, torus.latency);
   EXPECT_EQ(torus.topology, "TORUS");
+  const auto& e = sw::machines::simulated_torus.torus_extents;
+  EXPECT_EQ(torus.topology_parameters, std::to_string(e[0]) + "," + std::to_string(e[1]) + "," + std::to_string(e[2]));
   EXPECT_EQ(sw::machines::simulated_torus.network, sw::Network::torus);
   // The table ran SMPI's default broadcast.
   EXPECT_EQ(sw::machines::simulated_fat_tree.broadcast, sw::BroadcastAlgorithm::binomial_tree);

@@ -23,7 +23,7 @@ namespace shardwise {
 /// The shape of the network between ranks.
 enum class Network : unsigned char {
   fat_tree,  ///< every rank equally far: host, leaf switch, spine, leaf switch, host
-  torus      ///< ranks in order along the torus: neighbours one hop apart
+  torus      ///< hosts on a 3-D torus (Machine::torus_extents), a link between neighbours
 };
 
 /// How the MPI library broadcasts (SUMMA's and 2.5D's panels).
@@ -37,8 +37,8 @@ struct Machine {
   double gemm_flops_per_second = 0;  ///< one rank's GEMM rate (2mnk flops per m x k x n product)
   double link_bytes_per_second = 0;  ///< one link, one direction
   double link_latency_seconds = 0;   ///< one link (a hop)
-  Network network = Network::fat_tree;
-  BroadcastAlgorithm broadcast = BroadcastAlgorithm::binomial_tree;
+  Network network = Network::fat_tree;                               ///< the network's shape
+  BroadcastAlgorithm broadcast = BroadcastAlgorithm::binomial_tree;  ///< how MPI_Bcast sends
   /// A pipelined chain's segment (Open MPI's ompi_pipeline: 128 KiB).
   std::int64_t chain_segment_bytes = std::int64_t{128} << 10;
   /// A torus's hosts along x, y and z; rank r on host r, x fastest (as benchmarks/simulate
