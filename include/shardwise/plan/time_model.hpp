@@ -150,16 +150,6 @@ constexpr double broadcast_seconds(const Machine& machine, const broadcast_round
   return static_cast<double>(segments + group - 2) * rounds[0]((bytes + segments - 1) / segments);
 }
 
-/// The same on a group of `group` ranks of a fat tree (each message on links of its own).
-constexpr double broadcast_seconds(const Machine& machine, std::int64_t bytes, int group) {
-  block_geometry line;
-  line.ndim = 1;
-  line.extents[0] = group;
-  Machine fat_tree = machine;
-  fat_tree.network = Network::fat_tree;
-  return broadcast_seconds(fat_tree, broadcast_messages(fat_tree, line, {0}), bytes, group);
-}
-
 /// What each step's messages cost on `mesh` (by step index): its ring's, and its broadcasts'
 /// rounds (SUMMA: A's over `axes`, B's over `b_axes`). Computed once per plan, for every rank.
 struct step_network {
