@@ -16,6 +16,11 @@
 //   mpiexec -n P test_pgemr2d_scalapack bad_submatrix   PDGEMR2D with sub(A) past A: linked with
 //                                                       the drop-in, the call must reach
 //                                                       ScaLAPACK, which reports it and exits
+//   mpiexec -n P test_pgemr2d_dropin library [copies per ICTXT]
+//       the same random copies through the drop-in's entry points (the program linked with
+//       libshardwise_scalapack first; pdgemr2d_, pdgemr2d or PDGEMR2D, ... drawn at random)
+//       against ScaLAPACK's own routines (found in libscalapack), and none handed to ScaLAPACK
+#include <dlfcn.h>
 #include <mpi.h>
 
 #include <algorithm>
@@ -46,9 +51,20 @@ void pzgemr2d_(const int*, const int*, const std::complex<double>*, const int*, 
                std::complex<double>*, const int*, const int*, const int*, const int*);
 }
 
+/// The drop-in's count of calls handed to ScaLAPACK (only in a program linked with it).
+extern "C" long long shardwise_pgemr2d_fallbacks(void) __attribute__((weak));
+
 namespace {
 
 namespace sc = shardwise::scalapack;
+
+/// Whether "ours" is the drop-in's entry points (the program is linked with it) rather than
+/// shardwise::scalapack::pgemr2d; ScaLAPACK's own routines are then found in libscalapack itself.
+bool through_library = false;
+
+template <typename T>
+using pgemr2d_function = void (*)(const int*, const int*, const T*, const int*, const int*, const int*, T*,
+                                  const int*, const int*, const int*, const int*);
 
 template <typename T>
 void reference_pgemr2d(const int* m, const int* n, const T* a, const int* ia, const int* ja, const int* da, T* b,
@@ -65,6 +81,21 @@ const char* routine() {
   else if constexpr (std::is_same_v<T, double>) return "pdgemr2d";
   else if constexpr (std::is_same_v<T, std::complex<float>>) return "pcgemr2d";
   else return "pzgemr2d";
+}
+
+/// In the library mode: ScaLAPACK's own routine, or one of the drop-in's three names for it.
+template <typename T>
+pgemr2d_function<T> routine_in(bool drop_in, std::mt19937_64& rng) {
+  std::string name = routine<T>();
+  if (!drop_in) {
+    static void* scalapack = dlopen("libscalapack-openmpi.so.2.2", RTLD_LAZY | RTLD_NOLOAD);
+    return scalapack == nullptr ? nullptr : reinterpret_cast<pgemr2d_function<T>>(dlsym(scalapack, (name + "_").c_str()));
+  }
+  const auto spelling = rng() % 3;  // pdgemr2d_, pdgemr2d, PDGEMR2D
+  if (spelling == 0) name += "_";
+  if (spelling == 2)
+    std::transform(name.begin(), name.end(), name.begin(), [](char c) { return c >= 'a' ? static_cast<char>(c - 32) : c; });
+  return reinterpret_cast<pgemr2d_function<T>>(dlsym(RTLD_DEFAULT, name.c_str()));
 }
 
 template <typename T>
@@ -168,12 +199,23 @@ void run_case(const MappedGrid& ga, const MappedGrid& gb, int ictxt, std::mt1993
   const auto a = make_array<T>(ga, a_rows, a_cols, mba, nba, ra, ca, pad_a, seed, sub_a, true);
   const auto b = make_array<T>(gb, b_rows, b_cols, mbb, nbb, rb, cb, pad_b, seed + 1, {0, 0, b_rows, b_cols}, false);
   auto b_ref = b, b_sw = b;
-  reference_pgemr2d<T>(&m, &n, a.data.data(), &ia, &ja, a.desc, b_ref.data.data(), &ib, &jb, b_ref.desc, &ictxt);
-  const std::int64_t sent_before = sc::pgemr2d_stats().sent_bytes;
-  const sc::PgemmOutcome outcome =
-      sc::pgemr2d<T>(m, n, a.data.data(), ia, ja, a.desc, b_sw.data.data(), ib, jb, b_sw.desc, ictxt);
-  const std::int64_t sent = sc::pgemr2d_stats().sent_bytes - sent_before;
-  const std::int64_t modeled = sc::pgemr2d_sent_bytes<T>(m, n, ia, ja, a.desc, ib, jb, b.desc);
+  sc::PgemmOutcome outcome;
+  std::int64_t sent = 0, modeled = 0;  // the model is checked on shardwise::scalapack::pgemr2d's calls
+  if (through_library) {
+    const pgemr2d_function<T> scalapack = routine_in<T>(false, rng), ours = routine_in<T>(true, rng);
+    if (scalapack == nullptr || ours == nullptr) {
+      std::printf("FAIL: %s not found (in libscalapack, or the drop-in's)\n", routine<T>());
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    scalapack(&m, &n, a.data.data(), &ia, &ja, a.desc, b_ref.data.data(), &ib, &jb, b_ref.desc, &ictxt);
+    ours(&m, &n, a.data.data(), &ia, &ja, a.desc, b_sw.data.data(), &ib, &jb, b_sw.desc, &ictxt);
+  } else {
+    reference_pgemr2d<T>(&m, &n, a.data.data(), &ia, &ja, a.desc, b_ref.data.data(), &ib, &jb, b_ref.desc, &ictxt);
+    const std::int64_t sent_before = sc::pgemr2d_stats().sent_bytes;
+    outcome = sc::pgemr2d<T>(m, n, a.data.data(), ia, ja, a.desc, b_sw.data.data(), ib, jb, b_sw.desc, ictxt);
+    sent = sc::pgemr2d_stats().sent_bytes - sent_before;
+    modeled = sc::pgemr2d_sent_bytes<T>(m, n, ia, ja, a.desc, ib, jb, b.desc);
+  }
   int flags[3] = {outcome.result != sc::PgemmResult::computed, 0, sent != modeled};
   flags[1] = b_sw.data.size() != b_ref.data.size() ||
              std::memcmp(b_sw.data.data(), b_ref.data.data(), b_sw.data.size() * sizeof(T)) != 0;
@@ -242,7 +284,8 @@ int main(int argc, char** argv) {
     MPI_Finalize();
     return status;
   }
-  const int copies = argc > 1 ? std::atoi(argv[1]) : 40;
+  through_library = argc > 1 && std::strcmp(argv[1], "library") == 0;
+  const int copies = argc > 1 + through_library ? std::atoi(argv[1 + through_library]) : 40;
   Tally tally;
   for (int p = 1; p <= size; ++p) {
     if (size % p != 0) continue;
@@ -265,9 +308,17 @@ int main(int argc, char** argv) {
         for (const MappedGrid* g : {&ga, &gb})
           if (g->own && g->context >= 0) Cblacs_gridexit(g->context);
       }
-      if (p == 1 && order[0] == 'R') check_refusals(ictxt, tally);
+      if (p == 1 && order[0] == 'R' && !through_library) check_refusals(ictxt, tally);
       Cblacs_gridexit(ictxt.context);
     }
+  }
+  if (through_library) {
+    const long long handed = shardwise_pgemr2d_fallbacks == nullptr ? -1 : shardwise_pgemr2d_fallbacks();
+    if (world == 0)
+      std::printf("%d ranks: %d copies through the drop-in against ScaLAPACK, %d differ; %lld handed to ScaLAPACK\n",
+                  size, tally.cases, tally.failures, handed);
+    MPI_Finalize();
+    return tally.failures == 0 && handed == 0 ? 0 : 1;
   }
   const sc::RedistributionStats stats = sc::pgemr2d_stats();
   if (world == 0)

@@ -17,8 +17,14 @@
 //   mpiexec -n P test_ptran_scalapack bad_m    PDTRAN with M = -1: linked with the drop-in, the
 //                                              call must reach PBLAS, which reports parameter 1
 //                                              and aborts the job, as without the drop-in
+//   mpiexec -n P test_ptran_dropin library [calls per grid]
+//       the same random calls through the drop-in's entry points (the program linked with
+//       libshardwise_scalapack first; pdtran_, pdtran or PDTRAN, ... drawn at random) against
+//       PBLAS's own routines (found in libscalapack), and none handed to PBLAS
+#include <dlfcn.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <cstdio>
@@ -49,9 +55,20 @@ void pztranc_(const int*, const int*, const std::complex<double>*, const std::co
               const int*, const std::complex<double>*, std::complex<double>*, const int*, const int*, const int*);
 }
 
+/// The drop-in's count of calls handed to PBLAS (only in a program linked with it).
+extern "C" long long shardwise_ptran_fallbacks(void) __attribute__((weak));
+
 namespace {
 
 namespace sc = shardwise::scalapack;
+
+/// Whether "ours" is the drop-in's entry points (the program is linked with it) rather than
+/// shardwise::scalapack::ptran; PBLAS's own routines are then found in libscalapack itself.
+bool through_library = false;
+
+template <typename T>
+using ptran_function = void (*)(const int*, const int*, const T*, const T*, const int*, const int*, const int*,
+                                const T*, T*, const int*, const int*, const int*);
 
 template <typename T>
 void reference_ptran(bool conjugate, const int* m, const int* n, const T* alpha, const T* a, const int* ia,
@@ -69,6 +86,20 @@ const char* routine(bool conjugate) {
   else if constexpr (std::is_same_v<T, double>) return "pdtran";
   else if constexpr (std::is_same_v<T, std::complex<float>>) return conjugate ? "pctranc" : "pctranu";
   else return conjugate ? "pztranc" : "pztranu";
+}
+
+/// In the library mode: ScaLAPACK's own routine, or one of the drop-in's three names for it.
+template <typename T>
+ptran_function<T> routine_in(bool conjugate, bool drop_in, std::mt19937_64& rng) {
+  std::string name = routine<T>(conjugate);
+  if (!drop_in) {
+    static void* scalapack = dlopen("libscalapack-openmpi.so.2.2", RTLD_LAZY | RTLD_NOLOAD);
+    return scalapack == nullptr ? nullptr : reinterpret_cast<ptran_function<T>>(dlsym(scalapack, (name + "_").c_str()));
+  }
+  const auto spelling = rng() % 3;  // pdtran_, pdtran, PDTRAN
+  if (spelling == 0) name += "_";
+  if (spelling == 2) std::transform(name.begin(), name.end(), name.begin(), [](char c) { return static_cast<char>(c - 32); });
+  return reinterpret_cast<ptran_function<T>>(dlsym(RTLD_DEFAULT, name.c_str()));
 }
 
 template <typename T>
@@ -166,13 +197,25 @@ void run_case(const sc::Grid& g, int context, std::mt19937_64& rng, bool conjuga
   const auto c = make_array<T>(g, context, c_rows, c_cols, pick(blocks), pick(blocks), uniform(0, g.rows - 1),
                                uniform(0, g.cols - 1), uniform(0, 2), seed + 1, beta_kind == 0, sub_c, false);
   auto c_ref = c, c_sw = c;
-  reference_ptran<T>(conjugate, &m, &n, &alpha, a.data.data(), &ia, &ja, a.desc, &beta, c_ref.data.data(), &ic, &jc,
-                     c_ref.desc);
-  const std::int64_t sent_before = sc::ptran_stats().sent_bytes;
-  const sc::PgemmOutcome outcome = sc::ptran<T>(conjugate, m, n, alpha, a.data.data(), ia, ja, a.desc, beta,
-                                                c_sw.data.data(), ic, jc, c_sw.desc, g);
-  const std::int64_t sent = sc::ptran_stats().sent_bytes - sent_before;
-  const std::int64_t modeled = sc::ptran_sent_bytes<T>(m, n, alpha, ia, ja, a.desc, ic, jc, c.desc, g);
+  sc::PgemmOutcome outcome;
+  std::int64_t sent = 0, modeled = 0;  // the model is checked on shardwise::scalapack::ptran's calls
+  if (through_library) {
+    const ptran_function<T> pblas = routine_in<T>(conjugate, false, rng), ours = routine_in<T>(conjugate, true, rng);
+    if (pblas == nullptr || ours == nullptr) {
+      std::printf("FAIL: %s not found (in libscalapack, or the drop-in's)\n", routine<T>(conjugate));
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    pblas(&m, &n, &alpha, a.data.data(), &ia, &ja, a.desc, &beta, c_ref.data.data(), &ic, &jc, c_ref.desc);
+    ours(&m, &n, &alpha, a.data.data(), &ia, &ja, a.desc, &beta, c_sw.data.data(), &ic, &jc, c_sw.desc);
+  } else {
+    reference_ptran<T>(conjugate, &m, &n, &alpha, a.data.data(), &ia, &ja, a.desc, &beta, c_ref.data.data(), &ic,
+                       &jc, c_ref.desc);
+    const std::int64_t sent_before = sc::ptran_stats().sent_bytes;
+    outcome = sc::ptran<T>(conjugate, m, n, alpha, a.data.data(), ia, ja, a.desc, beta, c_sw.data.data(), ic, jc,
+                           c_sw.desc, g);
+    sent = sc::ptran_stats().sent_bytes - sent_before;
+    modeled = sc::ptran_sent_bytes<T>(m, n, alpha, ia, ja, a.desc, ic, jc, c.desc, g);
+  }
 
   double largest = 0, worst = 0;
   int bad = outcome.result != sc::PgemmResult::computed;  // + NaN on one side, changes outside sub(C)
@@ -263,7 +306,8 @@ int main(int argc, char** argv) {
     MPI_Finalize();
     return status;
   }
-  const int cases = argc > 1 ? std::atoi(argv[1]) : 40;
+  through_library = argc > 1 && std::strcmp(argv[1], "library") == 0;
+  const int cases = argc > 1 + through_library ? std::atoi(argv[1 + through_library]) : 40;
   Tally tally;
   for (int p = 1; p <= size; ++p) {
     if (size % p != 0) continue;
@@ -288,9 +332,17 @@ int main(int argc, char** argv) {
           run_case<std::complex<float>>(*grid, context, rng, true, grid_text, tally);
         }
       }
-      if (p == 1 && order[0] == 'R') check_refusals(*grid, context, tally);
+      if (p == 1 && order[0] == 'R' && !through_library) check_refusals(*grid, context, tally);
       Cblacs_gridexit(context);
     }
+  }
+  if (through_library) {
+    const long long handed = shardwise_ptran_fallbacks == nullptr ? -1 : shardwise_ptran_fallbacks();
+    if (world == 0)
+      std::printf("%d ranks: %d calls through the drop-in against PBLAS, %d differ; %lld handed to PBLAS\n", size,
+                  tally.cases, tally.failures, handed);
+    MPI_Finalize();
+    return tally.failures == 0 && handed == 0 ? 0 : 1;
   }
   const sc::RedistributionStats stats = sc::ptran_stats();
   if (world == 0)
