@@ -155,15 +155,25 @@ void combine_pair(const PairRuns& runs, bool transposed, std::int64_t target_ld,
     std::int64_t row = 0;
     for (const shared_run& rr : runs.rows) {
       const Scalar* first = tile(cr, column, rr, row);
-      for (std::int64_t j = 0; j < cr.length; ++j) {
-        const Scalar* from = first + j * stride;
-        if (transposed) {
-          Scalar* into = c + (cr.to + j) + rr.to * target_ld;  // source column -> target row
-          for (std::int64_t i = 0; i < rr.length; ++i) combine(into[i * target_ld], from[i]);
-        } else {
+      if (!transposed) {
+        for (std::int64_t j = 0; j < cr.length; ++j) {
+          const Scalar* from = first + j * stride;
           Scalar* into = c + rr.to + (cr.to + j) * target_ld;
           for (std::int64_t i = 0; i < rr.length; ++i) combine(into[i], from[i]);
         }
+      } else {
+        // Source column j -> target row, in 8 x 8 pieces: a power-of-two LLD maps a whole
+        // column of the tile's target lines to one cache set, which 8 lines still fit.
+        constexpr std::int64_t piece = 8;
+        for (std::int64_t j0 = 0; j0 < cr.length; j0 += piece)
+          for (std::int64_t i0 = 0; i0 < rr.length; i0 += piece) {
+            const std::int64_t j_end = std::min(cr.length, j0 + piece), i_end = std::min(rr.length, i0 + piece);
+            for (std::int64_t j = j0; j < j_end; ++j) {
+              const Scalar* from = first + j * stride;
+              Scalar* into = c + (cr.to + j) + rr.to * target_ld;
+              for (std::int64_t i = i0; i < i_end; ++i) combine(into[i * target_ld], from[i]);
+            }
+          }
       }
       row += rr.length;
     }
