@@ -1,5 +1,6 @@
 // libshardwise_scalapack: ScaLAPACK's psgemm_, pdgemm_, pcgemm_ and pzgemm_ (also without the
 // underscore and in upper case), computed by shardwise (shardwise/scalapack/pgemm.hpp).
+// Also PBLAS's p?tran/p?tranu/p?tranc and ScaLAPACK's p?gemr2d (sections at the end of this file).
 //
 // A program that calls p?gemm is switched over by linking, not by editing it: put this
 // library before ScaLAPACK,
