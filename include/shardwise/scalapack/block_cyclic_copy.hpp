@@ -4,12 +4,12 @@
 // Every element of the source submatrix goes to the process that holds its place in the
 // target submatrix, in one all-to-all over a communicator holding both grids' processes (one
 // message per pair of processes that share elements; a process's own share goes straight from
-// its source array to its target array, through no buffer). Per pair, the
-// elements are the product of two lists of index runs, one per dimension: the runs of the
-// source's rows (columns) that the sender holds and whose place the receiver holds among the
-// target's rows (columns), or columns (rows) for a transpose; both sides walk them in the same
-// order (source columns outer, source rows inner, so that the sender reads contiguous runs), and
-// the receiver combines each element into its place (a copy, or alpha/beta for p?tran).
+// its source array to its target array, through no buffer). Per pair, the elements are the
+// product of two lists of index runs, one per dimension: the runs of the source's rows
+// (columns) that the sender holds and whose place the receiver holds among the target's rows
+// (columns), or columns (rows) for a transpose; both sides walk them in the same order (source
+// columns outer, source rows inner, so that the sender reads contiguous runs), and the receiver
+// combines each element into its place (a copy, or alpha/beta for p?tran).
 //
 // copy_sent_elements() is the model of what a rank sends: the elements of the source it holds
 // less those whose target place it holds itself, counted by a different route (NUMROC-style
