@@ -18,6 +18,12 @@
 // included, bit for bit unchanged. Every fourth such call is moved just outside the path
 // (sub(C) across two blocks of different processes) and must take the general path.
 //
+// Then, per grid, transposed calls whose k indices sub(A) and sub(B) hold alike (TRANSA 'T'/'C'
+// on a P x 1 grid, TRANSB 'T'/'C' on a 1 x P grid, either elsewhere; one k block size, the same
+// place within a block and the same process), M and N small against K, C in any layout: where
+// pgemm's model picks the partial products summed onto C's owners (PgemmStats::reduced), which
+// must have run on a grid of several ranks.
+//
 //   mpiexec -n P test_pgemm_scalapack [cases per grid]
 #include <mpi.h>
 
@@ -143,11 +149,12 @@ bool in_sub_c(const sc::Grid& g, const LocalArray<T>& c, std::size_t offset, int
   return gi >= ic - 1 && gi < ic - 1 + m && gj >= jc - 1 && gj < jc - 1 + n;
 }
 
-enum class Path { local, general };
+enum class Path { local, general, any };
 
 /// One call on both sides and the verdict: the same sub(C) as ScaLAPACK's (the tolerance of
 /// run_case), the elements outside sub(C) (LLD padding included) bit for bit as they were, and
-/// the path pgemm took (local: PgemmStats::local counted on every rank; general: not).
+/// the path pgemm took (local: PgemmStats::local counted on every rank; general: not; any:
+/// either).
 template <typename T>
 void check_path_case(const sc::Grid& g, const std::string& grid_text, Failure& failures, Path path, char ta, char tb,
                      int m, int n, int k, T alpha, const LocalArray<T>& a, int ia, int ja, const LocalArray<T>& b,
@@ -176,7 +183,7 @@ void check_path_case(const sc::Grid& g, const std::string& grid_text, Failure& f
     worst = std::max(worst, magnitude(c_ref.data[i] - c_sw.data[i]));
   }
   bad += outcome.result != sc::PgemmResult::computed;
-  bad += took_local != (path == Path::local);
+  if (path != Path::any) bad += took_local != (path == Path::local);
   double both[2] = {largest, worst};
   MPI_Allreduce(MPI_IN_PLACE, both, 2, MPI_DOUBLE, MPI_MAX, g.comm);
   MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_SUM, g.comm);
@@ -189,7 +196,8 @@ void check_path_case(const sc::Grid& g, const std::string& grid_text, Failure& f
       std::printf("FAIL %s grid %s (%s path): TRANS %c%c m %d n %d k %d IA,JA %d,%d IB,JB %d,%d IC,JC %d,%d "
                   "A MB %d NB %d RSRC %d CSRC %d, B MB %d NB %d RSRC %d CSRC %d, C MB %d NB %d RSRC %d CSRC %d%s: "
                   "max |diff| %.3g of %.3g, %d NaN mismatches, changes outside sub(C) or wrong paths%s%s\n",
-                  type_name<T>(), grid_text.c_str(), path == Path::local ? "local" : "general", ta, tb, m, n, k, ia,
+                  type_name<T>(), grid_text.c_str(),
+                  path == Path::local ? "local" : path == Path::general ? "general" : "any", ta, tb, m, n, k, ia,
                   ja, ib, jb, ic, jc, a.desc[4], a.desc[5], a.desc[6], a.desc[7], b.desc[4], b.desc[5], b.desc[6],
                   b.desc[7], c.desc[4], c.desc[5], c.desc[6], c.desc[7], nan_c ? ", NaN in C, beta 0" : "", both[1],
                   both[0], bad, outcome.reason.empty() ? "" : ", not covered: ", outcome.reason.c_str());
@@ -252,6 +260,49 @@ void run_local_case(const sc::Grid& g, int context, std::mt19937_64& rng, const 
                                uniform(0, 2), seed + 2, beta_kind == 0);
   check_path_case<T>(g, grid_text, failures, path, ta, tb, m, n, k, alpha, a, ar.first + 1, ac.first + 1, b,
                      br.first + 1, bc.first + 1, beta, c, cr.first + 1, cc.first + 1, beta_kind == 0);
+}
+
+/// A transposed call whose k indices sub(A) and sub(B) hold alike (pgemm's reduced path, where
+/// its model finds it cheapest): TRANSA 'T'/'C' with B as is on a grid of one column (k along
+/// A's and B's rows), or A as is with TRANSB 'T'/'C' on a grid of one row (k along their
+/// columns), either on other grids; one block size for both k dimensions, sub(A) and sub(B) at
+/// the same place within a block and on the same process (IA and IB, or JA and JB, blocks
+/// apart), M and N small against K, C anyhow.
+template <typename T>
+void run_reduce_case(const sc::Grid& g, int context, std::mt19937_64& rng, const std::string& grid_text,
+                     Failure& failures) {
+  auto uniform = [&](int lo, int hi) { return lo + static_cast<int>(rng() % static_cast<std::uint64_t>(hi - lo + 1)); };
+  const char transposed[] = {'T', 'C', 't', 'c'};
+  const bool k_rows = g.cols == 1 || (g.rows > 1 && uniform(0, 1) == 0);  // op(A) transposed
+  const char ta = k_rows ? transposed[rng() % 4] : 'N', tb = k_rows ? 'N' : transposed[rng() % 4];
+  const int m = uniform(1, 24), n = uniform(1, 24), k = uniform(1, 120);
+  const int procs = k_rows ? g.rows : g.cols;
+  const int kb = uniform(0, 1) == 0 ? uniform(1, 9) : 32;  // the k dimensions' block
+  const int fa = uniform(0, 40), shift = uniform(0, 3);    // sub(A)'s first k index; sub(B)'s, `shift` blocks on
+  const int fb = fa % kb + (fa / kb + shift) * kb;
+  const int sa = uniform(0, procs - 1), sb = ((sa + fa / kb - fb / kb) % procs + procs) % procs;
+  // The other dimensions: any block, first index and source (on one process along the other
+  // grid axis when it has one; otherwise the model or the split may send the call elsewhere).
+  const int other_procs = k_rows ? g.cols : g.rows;
+  const int ob_a = uniform(1, 40), ob_b = uniform(1, 40), oa = uniform(0, 5), obf = uniform(0, 5);
+  const int os_a = uniform(0, other_procs - 1), os_b = uniform(0, other_procs - 1);
+  const int a_k_extent = fa + k + uniform(0, 3), b_k_extent = fb + k + uniform(0, 3);
+  const int a_o_extent = oa + m + uniform(0, 3), b_o_extent = obf + n + uniform(0, 3);
+  const int beta_kind = uniform(0, 3);  // 0: zero with NaN in C, 1: one, 2: random, 3: zero
+  const T alpha = uniform(0, 4) == 0 ? T(1) : random_scalar<T>(rng);
+  const T beta = beta_kind == 0 || beta_kind == 3 ? T(0) : beta_kind == 1 ? T(1) : random_scalar<T>(rng);
+  const std::uint64_t seed = rng();
+  const auto a = k_rows ? make_array<T>(g, context, a_k_extent, a_o_extent, kb, ob_a, sa, os_a, uniform(0, 2), seed, false)
+                        : make_array<T>(g, context, a_o_extent, a_k_extent, ob_a, kb, os_a, sa, uniform(0, 2), seed, false);
+  const auto b = k_rows ? make_array<T>(g, context, b_k_extent, b_o_extent, kb, ob_b, sb, os_b, uniform(0, 2), seed + 1, false)
+                        : make_array<T>(g, context, b_o_extent, b_k_extent, ob_b, kb, os_b, sb, uniform(0, 2), seed + 1, false);
+  const int ic = uniform(1, 6), jc = uniform(1, 6), mbc = uniform(1, 40), nbc = uniform(1, 40);
+  const auto c = make_array<T>(g, context, ic - 1 + m + uniform(0, 3), jc - 1 + n + uniform(0, 3), mbc, nbc,
+                               uniform(0, g.rows - 1), uniform(0, g.cols - 1), uniform(0, 2), seed + 2, beta_kind == 0);
+  const int ia = k_rows ? fa + 1 : oa + 1, ja = k_rows ? oa + 1 : fa + 1;
+  const int ib = k_rows ? fb + 1 : obf + 1, jb = k_rows ? obf + 1 : fb + 1;
+  check_path_case<T>(g, grid_text, failures, Path::any, ta, tb, m, n, k, alpha, a, ia, ja, b, ib, jb, beta, c, ic, jc,
+                     beta_kind == 0);
 }
 
 template <typename T>
@@ -364,6 +415,17 @@ int main(int argc, char** argv) {
         run_local_case<std::complex<float>>(*grid, context, rng, grid_text, failures, path);
         total += 4;
       }
+      // Transposed calls whose k indices sub(A) and sub(B) hold alike (the reduced path).
+      for (int i = 0; i < cases / 2; ++i) {
+        run_reduce_case<double>(*grid, context, rng, grid_text, failures);
+        run_reduce_case<std::complex<double>>(*grid, context, rng, grid_text, failures);
+        if (i % 4 == 0) {
+          run_reduce_case<float>(*grid, context, rng, grid_text, failures);
+          run_reduce_case<std::complex<float>>(*grid, context, rng, grid_text, failures);
+          total += 2;
+        }
+        total += 2;
+      }
       for (int i = 0; i < cases; ++i) {
         run_case<double>(*grid, context, rng, grid_text, failures, fallbacks);
         run_case<std::complex<double>>(*grid, context, rng, grid_text, failures, fallbacks);
@@ -439,17 +501,22 @@ int main(int argc, char** argv) {
   const sc::PgemmStats stats = sc::pgemm_stats();
   if (world == 0)
     std::printf("%d ranks: %d cases against ScaLAPACK, %d differ; %lld planned (%lld in place: SUMMA over the k "
-                "blocks), %lld local (one process, no communication), %lld without a product, %lld not covered\n",
+                "blocks; %lld reduced: partial products over the k indices, summed), %lld local (one process, no "
+                "communication), %lld without a product, %lld not covered\n",
                 size, total, failures.count, static_cast<long long>(stats.planned),
-                static_cast<long long>(stats.in_place), static_cast<long long>(stats.local),
+                static_cast<long long>(stats.in_place), static_cast<long long>(stats.reduced),
+                static_cast<long long>(stats.local),
                 static_cast<long long>(stats.without_product), static_cast<long long>(stats.not_covered));
   // The in-place SUMMA must have run (and been checked) on a grid of several ranks.
   const bool in_place_ran = size == 1 || stats.in_place > 0;
   if (!in_place_ran && world == 0) std::printf("FAIL: no call ran in place\n");
+  // And the reduced path (partial products over the k indices, summed).
+  const bool reduced_ran = size == 1 || stats.reduced > 0;
+  if (!reduced_ran && world == 0) std::printf("FAIL: no call ran reduced\n");
   // The refusals above, and the last rank's own LLD_ refusal of the local call.
   const std::int64_t refusals = (size > 1 ? 6 : 5) + (world == size - 1 ? 1 : 0);
   MPI_Finalize();
-  return failures.count == 0 && fallbacks == 0 && in_place_ran && stats.local > 0 && stats.not_covered == refusals
+  return failures.count == 0 && fallbacks == 0 && in_place_ran && reduced_ran && stats.local > 0 && stats.not_covered == refusals
              ? 0
              : 1;
 }

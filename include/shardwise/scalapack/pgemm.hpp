@@ -17,10 +17,19 @@
 // This is COSMA's choice for pdgemm (redistribute, run the communication-optimal plan,
 // redistribute back); its bytes are counted in PgemmStats.
 //
+// Two ways move no operand, and are taken where their modeled traffic on the busiest rank
+// (bytes, then messages) is below the redistribution's: SUMMA over the k blocks in place
+// (ScaLAPACK's aligned case, op 'N' both; PgemmStats::in_place), and, where op(A) or op(B) is
+// transposed and sub(A)'s and sub(B)'s k indices are dealt alike over the grid (CP2K's C^T S C
+// on a P x 1 grid), each process's partial product over the k indices it holds, summed onto
+// sub(C)'s owners by one reduce-scatter (PgemmStats::reduced). The models are cached per call
+// shape, as the plans are.
+//
 // pgemm() is collective over the grid. Its arguments are checked on every rank and the
-// verdicts combined (one small all-reduce), so every rank takes the same path: computed here,
-// or refused with the same reason everywhere (the drop-in library then hands the call to
-// ScaLAPACK's own routine, which reports invalid arguments as ScaLAPACK does).
+// verdicts combined, with the ways' modeled costs, in one small all-reduce, so every rank takes
+// the same path: computed here, or refused with the same reason everywhere (the drop-in library
+// then hands the call to ScaLAPACK's own routine, which reports invalid arguments as ScaLAPACK
+// does).
 //
 // Except the calls that need no communication, which each rank recognizes from the arguments
 // alone and answers without that all-reduce (ScaLAPACK requires the same arguments on every
@@ -108,6 +117,8 @@ struct PgemmStats {
   std::int64_t in_place = 0;          ///< Calls computed in place: SUMMA over the k blocks, no redistribution.
   std::int64_t local = 0;             ///< Calls whose sub(A), sub(B) and sub(C) one process holds: computed
                                       ///< there, no communication, no agreement (on every rank of the grid).
+  std::int64_t reduced = 0;           ///< Calls computed as each process's partial product over the k indices
+                                      ///< it holds of both operands, summed onto sub(C)'s owners (op 'T'/'C').
   std::int64_t redistributed_bytes = 0;  ///< Bytes this rank sent to redistribute A, B and C.
   std::int64_t plan_bytes = 0;        ///< Bytes this rank sent in the plans (the cost model's figure).
 };
@@ -164,6 +175,30 @@ struct BlockCyclicOperand {
   }
 };
 
+/// How many of the indices [0, end) of `d` process p holds: also the local index of the first
+/// index at or after `end` that it holds (its indices are stored in order).
+inline std::int64_t held_below(const BlockCyclicDim& d, int p, std::int64_t end) {
+  return BlockCyclicDim{end, d.block, d.source, d.processes}.local_extent(p);
+}
+
+/// Calls f(run) for the runs of [first, first + count) that process p holds, in increasing
+/// order (owned_runs, without a vector: the calls of a tiny p?gemm allocate nothing).
+template <typename F>
+void for_each_run(const BlockCyclicDim& d, int p, std::int64_t first, std::int64_t count, F&& f) {
+  const std::int64_t end = first + count;
+  for (std::int64_t g = first; g < end;) {
+    const std::int64_t b = g / d.block;
+    const int owner = static_cast<int>((d.source + b) % d.processes);
+    if (owner == p) {
+      const std::int64_t block_end = std::min(end, (b + 1) * d.block);
+      f(IndexRun{g, d.local_index(g), block_end - g});
+      g = block_end;
+    } else {
+      g = (b + (d.processes + p - owner) % d.processes) * d.block;  // p's next block
+    }
+  }
+}
+
 /// Calls f(global row, global column, local offset) for the elements of `source` that
 /// process (p, q) holds, in a fixed order (column runs, columns, row runs, rows), which the
 /// sender and the receiver both follow.
@@ -171,27 +206,26 @@ template <typename F>
 void for_each_held(const BlockCyclicDim& rows, const BlockCyclicDim& cols, int p, int q, const Rect& source,
                    std::int64_t ld, F&& f) {
   if (source.rows <= 0 || source.cols <= 0) return;
-  const std::vector<IndexRun> row_runs = owned_runs(rows, p, source.row0, source.rows);
-  if (row_runs.empty()) return;
-  for (const IndexRun& c : owned_runs(cols, q, source.col0, source.cols))
+  for_each_run(cols, q, source.col0, source.cols, [&](const IndexRun& c) {
     for (std::int64_t j = 0; j < c.length; ++j)
-      for (const IndexRun& r : row_runs)
+      for_each_run(rows, p, source.row0, source.rows, [&](const IndexRun& r) {
         for (std::int64_t i = 0; i < r.length; ++i) f(r.global + i, c.global + j, (c.local + j) * ld + r.local + i);
+      });
+  });
 }
 
 /// How many elements of `source` process (p, q) holds.
 inline std::int64_t held_count(const BlockCyclicDim& rows, const BlockCyclicDim& cols, int p, int q, const Rect& source) {
   if (source.rows <= 0 || source.cols <= 0) return 0;
-  std::int64_t r = 0, c = 0;
-  for (const IndexRun& run : owned_runs(rows, p, source.row0, source.rows)) r += run.length;
-  for (const IndexRun& run : owned_runs(cols, q, source.col0, source.cols)) c += run.length;
+  const std::int64_t r = held_below(rows, p, source.row0 + source.rows) - held_below(rows, p, source.row0);
+  const std::int64_t c = held_below(cols, q, source.col0 + source.cols) - held_below(cols, q, source.col0);
   return r * c;
 }
 
 /// Buffers kept from call to call: no allocation in the steady state.
 template <typename Scalar>
 struct pgemm_workspace {
-  std::vector<Scalar> send, receive, a, b, c;
+  std::vector<Scalar> send, receive, a, b, c, partial;
   std::vector<std::int64_t> send_elements, receive_elements;  ///< per rank, before set_counts
   std::vector<int> send_counts, send_offsets, receive_counts, receive_offsets;
 };
@@ -236,12 +270,16 @@ void exchange(const Grid& grid, pgemm_workspace<Scalar>& w, Pack&& pack) {
 using Cube = Mesh<Axis<"x", dynamic_extent>, Axis<"y", dynamic_extent>, Axis<"z", dynamic_extent>>;
 
 /// A plan for one (P, m, n, k, scalar size): its mesh, its lowered program, and where A, B
-/// and C start and end.
+/// and C start and end (each rank's rectangle of op(sub(A)), op(sub(B)) and the product).
 struct cached_plan {
   MeshedMatmulChoice planned;
   shardwise::detail::program program;
   Cube cube{1, 1, 1};
+  std::vector<Rect> rect_a, rect_b, rect_c;
 };
+
+inline std::vector<Rect> rectangles(const shardwise::detail::tensor_axes& t, std::int64_t rows, std::int64_t cols,
+                                    const Cube& cube);
 
 /// The process groups of the plans' meshes over one grid's communicator. Kept as an MPI
 /// attribute of that communicator, so that they are made on every rank of the grid at the
@@ -311,6 +349,9 @@ inline const cached_plan* plan_for(int ranks, std::int64_t m, std::int64_t n, st
   for (int a = 0; a < entry->planned.mesh.ndim; ++a)
     extents[static_cast<std::size_t>(a)] = entry->planned.mesh.extents[static_cast<std::size_t>(a)];
   entry->cube = Cube{extents[0], extents[1], extents[2]};
+  entry->rect_a = rectangles(choice.plan.start[Operand::A], m, k, entry->cube);
+  entry->rect_b = rectangles(choice.plan.start[Operand::B], k, n, entry->cube);
+  entry->rect_c = rectangles(choice.c, m, n, entry->cube);
   return cache.emplace(key, std::move(entry)).first->second.get();
 }
 
@@ -365,6 +406,20 @@ void block_cyclic_to_blocks(const BlockCyclicOperand<const Scalar*>& x, const Gr
                   });
 }
 
+/// This rank's elements of `source` (a rectangle of C's index space) := alpha * (the next
+/// values, in for_each_held's order) + beta * C, where the product lands; beta = 0 does not read C.
+/// Returns the value after the last one read.
+template <typename Scalar>
+const Scalar* store_scaled(const Scalar* next, const BlockCyclicOperand<Scalar*>& c, const Grid& grid,
+                           const Rect& source, Scalar alpha, Scalar beta) {
+  const bool read_c = beta != Scalar(0);
+  for_each_held(c.rows, c.cols, grid.row, grid.col, source, c.ld, [&](std::int64_t, std::int64_t, std::int64_t offset) {
+    const Scalar v = alpha * *next++;
+    c.data[offset] = read_c ? v + beta * c.data[offset] : v;
+  });
+  return next;
+}
+
 /// One all-to-all over the grid: each rank's rectangle `from` of the product (row-major in
 /// `in`) to sub(C)'s block-cyclic owners, which store alpha * value + beta * C.
 template <typename Scalar>
@@ -388,13 +443,7 @@ void blocks_to_block_cyclic(const std::vector<Scalar>& in, const std::vector<Rec
                     });
   });
   const Scalar* next = w.receive.data();
-  const bool read_c = beta != Scalar(0);
-  for (int s = 0; s < ranks; ++s)
-    for_each_held(c.rows, c.cols, grid.row, grid.col, c.source(from[static_cast<std::size_t>(s)]), c.ld,
-                  [&](std::int64_t, std::int64_t, std::int64_t offset) {
-                    const Scalar v = alpha * *next++;
-                    c.data[offset] = read_c ? v + beta * c.data[offset] : v;
-                  });
+  for (int s = 0; s < ranks; ++s) next = store_scaled(next, c, grid, c.source(from[static_cast<std::size_t>(s)]), alpha, beta);
 }
 
 /// sub(C) := beta sub(C) on this rank's elements (beta = 0: zeros, C not read).
@@ -407,24 +456,32 @@ void scale_local(const BlockCyclicOperand<Scalar*>& c, const Grid& grid, std::in
                 });
 }
 
-/// Elements this rank sends to others when op(sub(X)) goes to the ranks' rectangles `to`
-/// (block_cyclic_to_blocks' exchange), or when the rectangles `from` of a product go back to
-/// sub(C)'s owners (blocks_to_block_cyclic's): the model of the redistribution's bytes.
+/// What this rank sends to others (bytes, and the ranks it sends to) when op(sub(X)) goes to
+/// the ranks' rectangles `to` (block_cyclic_to_blocks' exchange), or when the rectangles `from`
+/// of a product go back to sub(C)'s owners (blocks_to_block_cyclic's): the model of the
+/// redistribution's traffic.
+inline Traffic sent_elements(std::int64_t elements, std::int64_t scalar_bytes) {
+  return elements > 0 ? Traffic{elements * scalar_bytes, 1} : Traffic{};
+}
 template <typename Pointer>
-std::int64_t sent_to_rectangles(const BlockCyclicOperand<Pointer>& x, const Grid& grid, const std::vector<Rect>& to) {
+Traffic sent_to_rectangles(const BlockCyclicOperand<Pointer>& x, const Grid& grid, const std::vector<Rect>& to,
+                           std::int64_t scalar_bytes) {
   const int ranks = grid.rows * grid.cols, me = grid.row * grid.cols + grid.col;
-  std::int64_t total = 0;
+  Traffic total;
   for (int d = 0; d < ranks; ++d)
-    if (d != me) total += held_count(x.rows, x.cols, grid.row, grid.col, x.source(to[static_cast<std::size_t>(d)]));
+    if (d != me)
+      total += sent_elements(held_count(x.rows, x.cols, grid.row, grid.col, x.source(to[static_cast<std::size_t>(d)])),
+                             scalar_bytes);
   return total;
 }
 template <typename Pointer>
-std::int64_t sent_from_rectangles(const BlockCyclicOperand<Pointer>& c, const Grid& grid, const std::vector<Rect>& from) {
+Traffic sent_from_rectangles(const BlockCyclicOperand<Pointer>& c, const Grid& grid, const std::vector<Rect>& from,
+                             std::int64_t scalar_bytes) {
   const int ranks = grid.rows * grid.cols, me = grid.row * grid.cols + grid.col;
   const Rect mine = c.source(from[static_cast<std::size_t>(me)]);
-  std::int64_t total = 0;
+  Traffic total;
   for (int d = 0; d < ranks; ++d)
-    if (d != me) total += held_count(c.rows, c.cols, d / grid.cols, d % grid.cols, mine);
+    if (d != me) total += sent_elements(held_count(c.rows, c.cols, d / grid.cols, d % grid.cols, mine), scalar_bytes);
   return total;
 }
 
@@ -438,15 +495,59 @@ inline bool aligned(int opa, int opb, const Descriptor& da, int ia, int ja, cons
          da.mb == dc.mb && da.rsrc == dc.rsrc && jb == jc && db.nb == dc.nb && db.csrc == dc.csrc;
 }
 
+/// The process coordinate along `d` that holds all of the indices [first, first + count)
+/// (count > 0): the one there is, or the owner of their single block; -1 when several hold them.
+inline int sole_owner(const BlockCyclicDim& d, std::int64_t first, std::int64_t count) {
+  if (d.processes == 1) return 0;
+  if (first / d.block != (first + count - 1) / d.block) return -1;
+  return d.owner(first);
+}
+
+/// The in-place SUMMA's k panels (aligned() holds).
+inline shardwise::detail::cyclic_panels in_place_panels(std::int64_t k, const Descriptor& da, int ja,
+                                                        const Descriptor& db, int ib, const Grid& grid) {
+  return {k, da.nb, da.csrc, db.rsrc, grid.cols, grid.rows, ja - 1, ib - 1};
+}
+
+/// ScaLAPACK's transposed case that partial products compute where the operands lie: op(A) =
+/// A^T or A^H with B as is, or A as is with op(B) = B^T or B^H, so that the k indices of sub(A)
+/// and sub(B) run along the same grid axis (rows for op(A) transposed, columns for op(B)); they
+/// are dealt alike (one block size, the same place within a block, the same first process), and
+/// sub(A)'s other indices (C's m) and sub(B)'s (C's n) all lie on one line of the grid (one
+/// grid column, or row: a P x 1 or 1 x P grid, or a block each). Then each process of that
+/// line holds, for the k indices it holds, all of op(sub(A))'s rows and op(sub(B))'s columns:
+/// its partial product is all of sub(C)'s m x n, and sub(C) is their sum (CP2K's C^T S C with
+/// tall C and S C on a P x 1 grid). M, N, K > 0.
+struct reduction_split {
+  bool possible = false;
+  int line = 0;  ///< the grid column (op(A) transposed) or row (op(B) transposed) that holds them
+};
+inline reduction_split split_over_k(int opa, int opb, std::int64_t m, std::int64_t n, const Descriptor& da, int ia,
+                                    int ja, const Descriptor& db, int ib, int jb, const Grid& grid) {
+  if ((opa == 0) == (opb == 0)) return {};
+  const bool rows = opa != 0;  // k along A's and B's rows (op(A) transposed), else along their columns
+  const BlockCyclicDim ka = rows ? da.row_dim(grid) : da.col_dim(grid), kb = rows ? db.row_dim(grid) : db.col_dim(grid);
+  const std::int64_t fa = rows ? ia - 1 : ja - 1, fb = rows ? ib - 1 : jb - 1;
+  if (ka.block != kb.block || fa % ka.block != fb % kb.block || ka.owner(fa) != kb.owner(fb)) return {};
+  const int line_a = sole_owner(rows ? da.col_dim(grid) : da.row_dim(grid), rows ? ja - 1 : ia - 1, m);
+  const int line_b = sole_owner(rows ? db.col_dim(grid) : db.row_dim(grid), rows ? jb - 1 : ib - 1, n);
+  if (line_a < 0 || line_a != line_b) return {};
+  return {true, line_a};
+}
+
+/// What the rank at (row, col) sends in reduced_pgemm's reduce-scatter, modeled as a ring: its
+/// partial sums of every element of sub(C) (`target`) but those it holds, in P - 1 messages.
+inline Traffic reduction_traffic(const BlockCyclicDim& c_rows, const BlockCyclicDim& c_cols, int row, int col,
+                                 const Rect& target, int ranks, std::int64_t scalar_bytes) {
+  if (ranks <= 1) return {};
+  return {scalar_bytes * (target.rows * target.cols - held_count(c_rows, c_cols, row, col, target)), ranks - 1};
+}
+
 /// This rank's run of local indices of [first, first + count) in dimension d: (start, length).
 inline std::pair<std::int64_t, std::int64_t> local_run(const BlockCyclicDim& d, int p, std::int64_t first,
                                                        std::int64_t count) {
-  std::int64_t start = 0, length = 0;
-  for (const IndexRun& r : owned_runs(d, p, first, count)) {
-    if (length == 0) start = r.local;
-    length += r.length;
-  }
-  return {start, length};
+  const std::int64_t start = held_below(d, p, first);
+  return {start, held_below(d, p, first + count) - start};
 }
 
 /// Why an argument is out of ScaLAPACK's rules on this rank (empty: none). With `lld` false,
@@ -482,14 +583,6 @@ inline std::string check_arguments(int opa, int opb, int m, int n, int k, const 
   if (problem.empty()) problem = check_operand("A", da, grid, ia, ja, opa == 0 ? m : k, opa == 0 ? k : m, lld);
   if (problem.empty()) problem = check_operand("B", db, grid, ib, jb, opb == 0 ? k : n, opb == 0 ? n : k, lld);
   return problem;
-}
-
-/// The process coordinate along `d` that holds all of the indices [first, first + count)
-/// (count > 0): the one there is, or the owner of their single block; -1 when several hold them.
-inline int sole_owner(const BlockCyclicDim& d, std::int64_t first, std::int64_t count) {
-  if (d.processes == 1) return 0;
-  if (first / d.block != (first + count - 1) / d.block) return -1;
-  return d.owner(first);
 }
 
 /// sub(C) := alpha op(sub(A)) op(sub(B)) + beta sub(C) on the process that holds all three, in
@@ -546,6 +639,68 @@ void local_pgemm(int opa, int opb, std::int64_t m, std::int64_t n, std::int64_t 
       const Scalar v = alpha * w.c[static_cast<std::size_t>(i + j * m)];
       into = read_c ? v + beta * into : v;
     }
+}
+
+/// sub(C) := alpha op(sub(A)) op(sub(B)) + beta sub(C) where split_over_k() holds: each
+/// process of the split's line multiplies the k indices it holds of both operands, in its
+/// local arrays (one local GEMM, m x n), the others contribute zeros, and one reduce-scatter
+/// sums the partial products onto sub(C)'s owners, which apply alpha and beta. No operand
+/// moves; reduction_traffic() is its model. Collective over the grid; M, N, K > 0.
+template <typename Scalar>
+void reduced_pgemm(std::int64_t m, std::int64_t n, std::int64_t k, Scalar alpha,
+                   const BlockCyclicOperand<const Scalar*>& a, const BlockCyclicOperand<const Scalar*>& b, Scalar beta,
+                   const BlockCyclicOperand<Scalar*>& c, const Grid& grid, const reduction_split& split,
+                   pgemm_workspace<Scalar>& w) {
+  const Rect sa = a.source({0, 0, m, k}), sb = b.source({0, 0, k, n});
+  const auto [a_row0, a_rows] = local_run(a.rows, grid.row, sa.row0, sa.rows);
+  const auto [a_col0, a_cols] = local_run(a.cols, grid.col, sa.col0, sa.cols);
+  const auto [b_row0, b_rows] = local_run(b.rows, grid.row, sb.row0, sb.rows);
+  const auto [b_col0, b_cols] = local_run(b.cols, grid.col, sb.col0, sb.cols);
+  const bool on_line = (a.op != 0 ? grid.col : grid.row) == split.line;
+  const std::int64_t local_k = a.op != 0 ? a_rows : a_cols;
+  w.partial.resize(static_cast<std::size_t>(m * n));
+  if (on_line && local_k > 0)
+    local_pgemm<Scalar>(a.op, b.op, m, n, local_k, Scalar(1), a.data + a_row0 + a_col0 * a.ld, a.ld,
+                        b.data + b_row0 + b_col0 * b.ld, b.ld, Scalar(0), w.partial.data(), m);
+  else
+    std::fill(w.partial.begin(), w.partial.end(), Scalar(0));
+  static_cast<void>(b_rows), static_cast<void>(b_cols);  // b's are local_k and n on the line, by the split
+
+  // The partial sums in the order of sub(C)'s owners (each one's elements as it stores them),
+  // summed by one reduce-scatter (pgemm has checked that m n fits an int).
+  const int ranks = grid.rows * grid.cols, me = grid.row * grid.cols + grid.col;
+  const Rect target{c.row0, c.col0, m, n};
+  w.receive_counts.resize(static_cast<std::size_t>(ranks));
+  w.send.resize(static_cast<std::size_t>(m * n));
+  Scalar* packed = w.send.data();
+  for (int d = 0; d < ranks; ++d) {
+    w.receive_counts[static_cast<std::size_t>(d)] =
+        static_cast<int>(held_count(c.rows, c.cols, d / grid.cols, d % grid.cols, target));
+    for_each_held(c.rows, c.cols, d / grid.cols, d % grid.cols, target, c.ld,
+                  [&](std::int64_t gr, std::int64_t gc, std::int64_t) {
+                    *packed++ = w.partial[static_cast<std::size_t>((gr - c.row0) + (gc - c.col0) * m)];
+                  });
+  }
+  w.receive.resize(static_cast<std::size_t>(std::max(1, w.receive_counts[static_cast<std::size_t>(me)])));
+  MPI_Reduce_scatter(w.send.data(), w.receive.data(), w.receive_counts.data(), mpi_type<Scalar>(), MPI_SUM,
+                     grid.comm);
+  store_scaled<Scalar>(w.receive.data(), c, grid, target, alpha, beta);
+}
+
+/// The ways pgemm() computes a call that needs communication.
+enum class way : int { in_place, reduced, redistributed };
+
+/// Each way's modeled traffic on this rank for one call (unavailable ways: `none`).
+struct way_costs {
+  static constexpr Traffic none{INT64_MAX / 4, INT64_MAX / 4};
+  std::array<Traffic, 3> of{none, none, none};
+};
+
+/// The costs, by the call's arguments (but LLD_ and the contexts) and its plan: a client calls
+/// few shapes many times, and a tiny call should not spend its time modeling. Bounded.
+inline std::map<std::array<std::int64_t, 36>, way_costs>& cost_cache() {
+  static std::map<std::array<std::int64_t, 36>, way_costs> cache;
+  return cache;
 }
 
 }  // namespace detail
@@ -619,99 +774,139 @@ PgemmOutcome pgemm(char transa, char transb, int m, int n, int k, Scalar alpha, 
     }
   }
 
-  // Every rank's verdict and arguments, compared in one all-reduce (minimum of x and of -x).
-  // Part of what the ranks agree on: the descriptors' blocks and first processes decide it.
+  // The ways to compute the call, each with its modeled traffic on this rank (bytes, messages):
+  // SUMMA over the k blocks in place, PDGEMM's algorithm, where the operands are aligned; the
+  // partial products over each process's k indices summed onto C's owners, where op(A) or
+  // op(B) is transposed and their k indices are dealt alike; the redistribution into the
+  // planner's plan and back, always. The cheapest on the busiest rank wins (fewest bytes, then
+  // fewest messages; a tie goes to the one that moves no operand).
+  const int ranks = grid.rows * grid.cols;
+  const auto scalar_bytes = static_cast<std::int64_t>(sizeof(Scalar));
+  const bool fits = std::max({std::int64_t{m} * k, std::int64_t{k} * n, std::int64_t{m} * n}) <= INT_MAX;
+  const bool valid = problem.empty() && fits;  // then M, N, K > 0 and alpha != 0: no-product calls returned
+  const cached_plan* plan = valid ? plan_for(ranks, m, n, k, static_cast<int>(scalar_bytes)) : nullptr;
   const bool in_place_possible = aligned(opa, opb, da, ia, ja, db, ib, jb, dc, ic, jc);
-  const std::array<std::int64_t, 14> mine{problem.empty() ? 0 : 1, m, n, k, opa, opb, ia, ja, ib, jb, ic, jc,
-                                          static_cast<std::int64_t>(sizeof(Scalar)), in_place_possible ? 1 : 0};
-  std::array<std::int64_t, 28> both{};
-  for (std::size_t i = 0; i < mine.size(); ++i) both[i] = mine[i], both[i + mine.size()] = -mine[i];
+  const reduction_split split = valid ? split_over_k(opa, opb, m, n, da, ia, ja, db, ib, jb, grid) : reduction_split{};
+  const BlockCyclicOperand<Scalar*> sub_c{c, dc.lld, ic - 1, jc - 1, dc.row_dim(grid), dc.col_dim(grid), 0};
+  const BlockCyclicOperand<const Scalar*> sub_a{a, da.lld, ia - 1, ja - 1, da.row_dim(grid), da.col_dim(grid), opa};
+  const BlockCyclicOperand<const Scalar*> sub_b{b, db.lld, ib - 1, jb - 1, db.row_dim(grid), db.col_dim(grid), opb};
+  const shardwise::detail::operand_extents global = shardwise::detail::matmul_extents({.m = m, .k = k, .n = n});
+  way_costs costs;
+  if (plan != nullptr && (in_place_possible || split.possible)) {
+    const std::array<std::int64_t, 36> key{
+        ranks, grid.rows, grid.cols, grid.row, grid.col, m, n, k, opa, opb, ia, ja, ib, jb, ic, jc, scalar_bytes,
+        reinterpret_cast<std::intptr_t>(plan), da.m, da.n, da.mb, da.nb, da.rsrc, da.csrc, db.m, db.n, db.mb, db.nb,
+        db.rsrc, db.csrc, dc.m, dc.n, dc.mb, dc.nb, dc.rsrc, dc.csrc};
+    auto& cache = cost_cache();
+    if (auto it = cache.find(key); it != cache.end()) {
+      costs = it->second;
+    } else {
+      if (in_place_possible) {
+        const auto rows = local_run(da.row_dim(grid), grid.row, ia - 1, m).second;
+        const auto cols = local_run(db.col_dim(grid), grid.col, jb - 1, n).second;
+        costs.of[0] = shardwise::detail::cyclic_summa_traffic(in_place_panels(k, da, ja, db, ib, grid), grid.row,
+                                                              grid.col, rows, cols, scalar_bytes);
+      }
+      if (split.possible)
+        costs.of[1] = reduction_traffic(sub_c.rows, sub_c.cols, grid.row, grid.col, Rect{ic - 1, jc - 1, m, n}, ranks,
+                                        scalar_bytes);
+      const MatmulChoice& choice = plan->planned.choice;
+      costs.of[2] = sent_to_rectangles(sub_a, grid, plan->rect_a, scalar_bytes) +
+                    sent_to_rectangles(sub_b, grid, plan->rect_b, scalar_bytes) +
+                    sent_from_rectangles(sub_c, grid, plan->rect_c, scalar_bytes) +
+                    // The geometry without the plan's process groups: their making is collective,
+                    // and a rank whose arguments are out of the rules models nothing.
+                    shardwise::detail::schedule_traffic(
+                        choice.plan.steps, choice.plan.start, global,
+                        shardwise::detail::block_geometry(plan->cube,
+                                                          plan->cube.unravel(grid.row * grid.cols + grid.col)),
+                        scalar_bytes, choice.panel_width);
+      if (cache.size() >= 4096) cache.clear();
+      cache.emplace(key, costs);
+    }
+  }
+
+  // One all-reduce (minimum of x and of -x) makes every rank's verdict and arguments agree
+  // (part of what they agree on: the descriptors' blocks and first processes decide the ways)
+  // and gives each way's cost on the busiest rank.
+  constexpr std::size_t agreed = 16;
+  const std::array<std::int64_t, agreed> mine{problem.empty() ? 0 : 1, m, n, k, opa, opb, ia, ja, ib, jb, ic, jc,
+                                              scalar_bytes, in_place_possible ? 1 : 0, split.possible ? 1 : 0,
+                                              split.line};
+  std::array<std::int64_t, 2 * agreed + 6> both{};
+  for (std::size_t i = 0; i < agreed; ++i) both[i] = mine[i], both[i + agreed] = -mine[i];
+  for (std::size_t w = 0; w < 3; ++w)
+    both[2 * agreed + 2 * w] = -costs.of[w].bytes, both[2 * agreed + 2 * w + 1] = -costs.of[w].messages;
   MPI_Allreduce(MPI_IN_PLACE, both.data(), static_cast<int>(both.size()), MPI_INT64_T, MPI_MIN, grid.comm);
   bool differ = false;
-  for (std::size_t i = 1; i < mine.size(); ++i) differ = differ || both[i] != -both[i + mine.size()];
-  if (-both[mine.size()] != 0 || differ) {
+  for (std::size_t i = 1; i < agreed; ++i) differ = differ || both[i] != -both[i + agreed];
+  if (-both[agreed] != 0 || differ) {
     ++stats().not_covered;
     if (differ) return {PgemmResult::not_covered, "the arguments differ across the ranks of the grid"};
     return {PgemmResult::not_covered, problem.empty() ? "another rank's arguments are out of ScaLAPACK's rules"
                                                       : problem};
   }
 
-  // (M, N, K > 0 and alpha != 0 here: the calls without a product never reach the agreement.)
-  const BlockCyclicOperand<Scalar*> sub_c{c, dc.lld, ic - 1, jc - 1, dc.row_dim(grid), dc.col_dim(grid), 0};
-
   // Every exchange then counts in int, as MPI_Alltoallv does: each element of an operand is
   // sent once, so no rank sends or receives more than the largest operand.
-  if (std::max({std::int64_t{m} * k, std::int64_t{k} * n, std::int64_t{m} * n}) > INT_MAX) {
+  if (!fits) {
     ++stats().not_covered;
     return {PgemmResult::not_covered, "an operand has more than 2^31 - 1 elements"};
   }
-  const int ranks = grid.rows * grid.cols;
-  const cached_plan* plan = plan_for(ranks, m, n, k, static_cast<int>(sizeof(Scalar)));
   if (plan == nullptr) {
     ++stats().not_covered;
     return {PgemmResult::not_covered, "no plan fits the memory budget (SHARDWISE_PGEMM_BUDGET_MIB)"};
   }
-  const MatmulChoice& choice = plan->planned.choice;
-  const std::vector<Rect> rect_a = rectangles(choice.plan.start[Operand::A], m, k, plan->cube);
-  const std::vector<Rect> rect_b = rectangles(choice.plan.start[Operand::B], k, n, plan->cube);
-  const std::vector<Rect> rect_c = rectangles(choice.c, m, n, plan->cube);
-  const BlockCyclicOperand<const Scalar*> sub_a{a, da.lld, ia - 1, ja - 1, da.row_dim(grid), da.col_dim(grid), opa};
-  const BlockCyclicOperand<const Scalar*> sub_b{b, db.lld, ib - 1, jb - 1, db.row_dim(grid), db.col_dim(grid), opb};
-  const shardwise::detail::operand_extents global = shardwise::detail::matmul_extents({.m = m, .k = k, .n = n});
-  const auto scalar_bytes = static_cast<std::int64_t>(sizeof(Scalar));
-
-  // The two ways, by their modeled bytes on the busiest rank (one all-reduce): SUMMA over the
-  // k blocks in place, PDGEMM's algorithm, where the operands are aligned; else (or where that
-  // sends more) the redistribution into the planner's plan and back.
-  if (in_place_possible) {
-    const shardwise::detail::cyclic_panels panels{k, da.nb, da.csrc, db.rsrc, grid.cols, grid.rows, ja - 1, ib - 1};
-    const auto [row0, rows] = local_run(da.row_dim(grid), grid.row, ia - 1, m);
-    const auto [col0, cols] = local_run(db.col_dim(grid), grid.col, jb - 1, n);
-    const Cube grid_cube{grid.rows, grid.cols, 1};
-    ProcessGroupMesh<Cube>& grid_groups = groups_for(grid.comm, grid_cube);
-    const Traffic in_place =
-        shardwise::detail::cyclic_summa_traffic(panels, grid.row, grid.col, rows, cols, scalar_bytes);
-    const std::int64_t redistributed =
-        scalar_bytes * (sent_to_rectangles(sub_a, grid, rect_a) + sent_to_rectangles(sub_b, grid, rect_b) +
-                        sent_from_rectangles(sub_c, grid, rect_c)) +
-        shardwise::detail::schedule_traffic(choice.plan.steps, choice.plan.start, global,
-                                            groups_for(grid.comm, plan->cube).geometry(), scalar_bytes,
-                                            choice.panel_width)
-            .bytes;
-    std::int64_t busiest[2] = {in_place.bytes, redistributed};
-    MPI_Allreduce(MPI_IN_PLACE, busiest, 2, MPI_INT64_T, MPI_MAX, grid.comm);
-    if (busiest[0] <= busiest[1]) {
-      auto& w = workspace<Scalar>();
-      w.c.resize(static_cast<std::size_t>(std::max<std::int64_t>(1, rows * cols)));
-      shardwise::detail::cyclic_summa<Scalar>(grid_groups.state(), {0}, {1}, panels, a + row0, da.lld,
-                                              b + col0 * db.lld, db.lld, w.c.data(), rows, rows, cols, w.a, w.b);
-      const bool read_c = beta != Scalar(0);
-      for (std::int64_t j = 0; j < cols; ++j)
-        for (std::int64_t i = 0; i < rows; ++i) {
-          Scalar& into = c[(col0 + j) * dc.lld + row0 + i];
-          const Scalar v = alpha * w.c[static_cast<std::size_t>(i + j * rows)];
-          into = read_c ? v + beta * into : v;
-        }
-      stats().plan_bytes += in_place.bytes;
-      ++stats().in_place;
-      ++stats().planned;
-      return {};
-    }
+  way chosen = way::redistributed;
+  for (const way candidate : {way::reduced, way::in_place}) {
+    const auto i = static_cast<std::size_t>(candidate), best = static_cast<std::size_t>(chosen);
+    const Traffic busiest{-both[2 * agreed + 2 * i], -both[2 * agreed + 2 * i + 1]};
+    const Traffic so_far{-both[2 * agreed + 2 * best], -both[2 * agreed + 2 * best + 1]};
+    if (busiest.bytes == way_costs::none.bytes) continue;
+    if (busiest.bytes < so_far.bytes || (busiest.bytes == so_far.bytes && busiest.messages <= so_far.messages))
+      chosen = candidate;
   }
 
   auto& w = workspace<Scalar>();
-  block_cyclic_to_blocks(sub_a, grid, rect_a, w.a, w);
-  block_cyclic_to_blocks(sub_b, grid, rect_b, w.b, w);
-  const Rect out = rect_c[static_cast<std::size_t>(grid.row * grid.cols + grid.col)];
+  if (chosen == way::in_place) {
+    const auto [row0, rows] = local_run(da.row_dim(grid), grid.row, ia - 1, m);
+    const auto [col0, cols] = local_run(db.col_dim(grid), grid.col, jb - 1, n);
+    w.c.resize(static_cast<std::size_t>(std::max<std::int64_t>(1, rows * cols)));
+    shardwise::detail::cyclic_summa<Scalar>(groups_for(grid.comm, Cube{grid.rows, grid.cols, 1}).state(), {0}, {1},
+                                            in_place_panels(k, da, ja, db, ib, grid), a + row0, da.lld,
+                                            b + col0 * db.lld, db.lld, w.c.data(), rows, rows, cols, w.a, w.b);
+    const bool read_c = beta != Scalar(0);
+    for (std::int64_t j = 0; j < cols; ++j)
+      for (std::int64_t i = 0; i < rows; ++i) {
+        Scalar& into = c[(col0 + j) * dc.lld + row0 + i];
+        const Scalar v = alpha * w.c[static_cast<std::size_t>(i + j * rows)];
+        into = read_c ? v + beta * into : v;
+      }
+    stats().plan_bytes += costs.of[0].bytes;
+    ++stats().in_place;
+    ++stats().planned;
+    return {};
+  }
+  if (chosen == way::reduced) {
+    reduced_pgemm<Scalar>(m, n, k, alpha, sub_a, sub_b, beta, sub_c, grid, split, w);
+    stats().plan_bytes += costs.of[1].bytes;
+    ++stats().reduced;
+    ++stats().planned;
+    return {};
+  }
+
+  const MatmulChoice& choice = plan->planned.choice;
+  block_cyclic_to_blocks(sub_a, grid, plan->rect_a, w.a, w);
+  block_cyclic_to_blocks(sub_b, grid, plan->rect_b, w.b, w);
+  const Rect out = plan->rect_c[static_cast<std::size_t>(grid.row * grid.cols + grid.col)];
   w.c.resize(static_cast<std::size_t>(std::max<std::int64_t>(out.rows * out.cols, 1)));
   ProcessGroupMesh<Cube>& groups = groups_for(grid.comm, plan->cube);
   shardwise::detail::executor<Scalar, true>(plan->program, groups.state(), global, {w.a.data(), w.b.data(), nullptr, w.c.data()})
       .run();
   stats().plan_bytes += shardwise::detail::schedule_traffic(choice.plan.steps, choice.plan.start, global,
-                                                            groups.geometry(), static_cast<std::int64_t>(sizeof(Scalar)),
-                                                            choice.panel_width)
+                                                            groups.geometry(), scalar_bytes, choice.panel_width)
                             .bytes;
-  blocks_to_block_cyclic(w.c, rect_c, grid, sub_c, alpha, beta, w);
+  blocks_to_block_cyclic(w.c, plan->rect_c, grid, sub_c, alpha, beta, w);
   ++stats().planned;
   return {};
 }
