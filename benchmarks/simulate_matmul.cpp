@@ -1,6 +1,8 @@
 // simulate_matmul: shardwise's planned C[m, n] = A[m, k] B[k, n] (fp64) on the ranks of
-// MPI_COMM_WORLD, for the plans of plan_choices.hpp (the planner's best, 2-D SUMMA, 2.5D).
-// The best plan may leave ranks idle (plan_matmul_any_mesh with allow_idle): it then runs on
+// MPI_COMM_WORLD, for the plans of plan_choices.hpp (the planner's best, 2-D SUMMA, 2.5D) and
+// "time": the planner's choice by predicted time (plan_matmul_any_mesh with a machine, one of
+// sw::machines: --machine fat_tree or torus, the platform's; docs/simulation.md). The best
+// and time plans may leave ranks idle (allow_idle): a plan then runs on
 // a sub-communicator of the first ranks_used() ranks, and the others take no part but the
 // timing (they wait at the barrier, and their 0 bytes equal their model's).
 //
@@ -26,7 +28,8 @@
 // memory-independent lower bound on P ranks (sw::matmul_lower_bound, words x 8 bytes).
 // Exit status 1 when a checked result or a rank's bytes differ from the model.
 //
-//   simulate_matmul [--m M] [--k K] [--n N] [--plans best,summa,25d] [--reps R] [--no-compute] [--fold] [--measure]
+//   simulate_matmul [--m M] [--k K] [--n N] [--plans best,summa,25d,time] [--machine fat_tree|torus] [--reps R]
+//                   [--no-compute] [--fold] [--measure]
 // --m and --k default to --n (256): `--n N` alone is the square product.
 #include <mpi.h>
 
@@ -47,6 +50,7 @@
 #include "shardwise/comm/counting.hpp"
 #include "shardwise/comm/mpi.hpp"
 #include "shardwise/kernels/executor.hpp"
+#include "shardwise/plan/machine.hpp"
 #include "shardwise/plan/program.hpp"
 #include "shardwise/process_group_mesh.hpp"
 
@@ -72,6 +76,8 @@ struct Options {
   bool compute = true;
   bool fold = false;
   bool measure = false;
+  std::optional<sw::Machine> machine;  // --machine: the "time" plan's
+  std::string machine_name;
 };
 
 /// A's (which = 0) or B's (which = 1) element (i, j): small multiples of 1/16, so that every
@@ -195,6 +201,16 @@ Options parse(int argc, char** argv) {
       o.fold = true;
     } else if (arg == "--measure") {
       o.measure = true;
+    } else if (arg == "--machine" && i + 1 < argc) {
+      o.machine_name = argv[++i];
+      if (o.machine_name == "fat_tree") {
+        o.machine = sw::machines::simulated_fat_tree;
+      } else if (o.machine_name == "torus") {
+        o.machine = sw::machines::simulated_torus;
+      } else {
+        std::fprintf(stderr, "simulate_matmul: unknown machine '%s' (fat_tree, torus)\n", o.machine_name.c_str());
+        std::exit(2);
+      }
     } else {
       std::fprintf(stderr, "simulate_matmul: unknown argument '%s'\n", argv[i]);
       std::exit(2);
@@ -204,6 +220,10 @@ Options parse(int argc, char** argv) {
   if (o.k < 0) o.k = o.n;
   if (o.m < 1 || o.k < 1 || o.n < 1) {
     std::fprintf(stderr, "simulate_matmul: --m, --k and --n must be positive\n");
+    std::exit(2);
+  }
+  if (!o.machine && std::find(o.plans.begin(), o.plans.end(), "time") != o.plans.end()) {
+    std::fprintf(stderr, "simulate_matmul: the plan 'time' needs --machine fat_tree or torus\n");
     std::exit(2);
   }
   if (o.measure && !o.compute) {
@@ -354,8 +374,8 @@ int main(int argc, char** argv) {
   const sw::MatmulProblem problem{{.m = o.m, .k = o.k, .n = o.n}, sizeof(double), budget};
   bool all_right = true;
   for (const std::string& name : o.plans) {
-    if (name != "best" && name != "summa" && name != "25d") {
-      if (rank == 0) std::fprintf(stderr, "simulate_matmul: unknown plan '%s' (best, summa, 25d)\n", name.c_str());
+    if (name != "best" && name != "summa" && name != "25d" && name != "time") {
+      if (rank == 0) std::fprintf(stderr, "simulate_matmul: unknown plan '%s' (best, summa, 25d, time)\n", name.c_str());
       MPI_Finalize();
       return 2;
     }
@@ -365,6 +385,8 @@ int main(int argc, char** argv) {
     sw::MatmulChoice choice;
     if (rank == 0) {
       if (name == "best") choice = sw::bench::best_plan(size, problem, mesh, {.allow_idle = true});
+      else if (name == "time")
+        choice = sw::bench::best_plan(size, problem, mesh, {.allow_idle = true, .machine = o.machine});
       else if (name == "summa") choice = sw::bench::summa_2d(size, problem, mesh);
       else choice = sw::bench::summa_25d(size, problem, mesh);
     }
