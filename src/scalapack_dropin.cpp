@@ -31,6 +31,7 @@
 #include "shardwise/scalapack/blacs.hpp"
 #include "shardwise/scalapack/pgemm.hpp"
 #include "shardwise/scalapack/pgemr2d.hpp"
+#include "shardwise/scalapack/psymm.hpp"
 #include "shardwise/scalapack/ptran.hpp"
 
 namespace {
@@ -295,3 +296,115 @@ SHARDWISE_PGEMR2D_ENTRIES(pzgemr2d, PZGEMR2D, std::complex<double>)
 
 /// p?gemr2d calls of this process handed to ScaLAPACK's own routine (for tests and tools).
 extern "C" long long shardwise_pgemr2d_fallbacks(void) { return static_cast<long long>(pgemr2d_fallbacks); }
+
+// ---- p?symm, p?hemm (shardwise/scalapack/psymm.hpp) --------------------------------------------
+// sub(C) := alpha sub(A) sub(B) + beta sub(C) (or sub(B) sub(A)), sub(A) symmetric or
+// Hermitian: its triangle expanded into a full workspace, then pgemm(). Handed to the next
+// routine in link order (PBLAS's, which reports and aborts as it always has), and counted: a
+// process outside A's grid (PBLAS checks A's context first), a grid communicator numbered
+// otherwise, and what psymm() refuses. SHARDWISE_PGEMM_REPORT=1 prints a line for the routines.
+namespace {
+
+template <typename T>
+using psymm_function = void (*)(const char*, const char*, const int*, const int*, const T*, const T*, const int*,
+                                const int*, const int*, const T*, const int*, const int*, const int*, const T*, T*,
+                                const int*, const int*, const int*);
+
+std::int64_t psymm_fallbacks = 0;
+int level3_report_rank = -1;
+
+void report_level3(const char* routines, const sc::Level3Stats& s, std::int64_t handed) {
+  if (s.calls == 0) return;
+  std::fprintf(stderr,
+               "shardwise %s (rank 0): %lld calls: %lld computed by shardwise (%lld p?gemm calls, %.3g GFLOP), %lld "
+               "without communication, %lld handed to ScaLAPACK; %.1f MiB sent (%.1f MiB in its own copies, %.1f "
+               "MiB in p?gemm)\n",
+               routines, static_cast<long long>(s.calls), static_cast<long long>(s.computed),
+               static_cast<long long>(s.gemm_calls), s.gemm_flops / 1e9,
+               static_cast<long long>(s.without_communication), static_cast<long long>(handed),
+               static_cast<double>(s.copy_bytes + s.gemm_bytes) / (1 << 20),
+               static_cast<double>(s.copy_bytes) / (1 << 20), static_cast<double>(s.gemm_bytes) / (1 << 20));
+}
+
+/// A Level3Stats with the calls handed over before the routine saw them counted in.
+sc::Level3Stats with_early_fallbacks(sc::Level3Stats s, std::int64_t handed) {
+  s.calls += handed - s.not_covered;
+  return s;
+}
+
+void report_level3_routines() {
+  if (level3_report_rank != 0) return;
+  report_level3("p?symm/p?hemm", with_early_fallbacks(sc::psymm_stats(), psymm_fallbacks), psymm_fallbacks);
+}
+
+void first_level3_call() {
+  static const bool once = [] {
+    const char* env = std::getenv("SHARDWISE_PGEMM_REPORT");
+    if (env != nullptr && *env != '\0' && *env != '0') {
+      MPI_Comm_rank(MPI_COMM_WORLD, &level3_report_rank);
+      std::atexit(report_level3_routines);
+    }
+    return true;
+  }();
+  static_cast<void>(once);
+}
+
+/// The grid of A's context for a level-3 call (PBLAS checks A's context first), or why not.
+std::optional<sc::Grid> level3_grid(const int* desca, std::string& reason) {
+  const int context = desca[1];
+  if (!sc::in_grid(context)) {
+    reason = "this process is not in the grid of A's BLACS context (DESCA's CTXT_)";
+    return std::nullopt;
+  }
+  std::optional<sc::Grid> grid = sc::grid_of(context);
+  if (!grid) reason = "the BLACS grid's communicator is not numbered row-major";
+  return grid;
+}
+
+template <typename T>
+void psymm_dropin(const char* next_name, bool hermitian, const char* side, const char* uplo, const int* m,
+                  const int* n, const T* alpha, const T* a, const int* ia, const int* ja, const int* desca, const T* b,
+                  const int* ib, const int* jb, const int* descb, const T* beta, T* c, const int* ic, const int* jc,
+                  const int* descc) {
+  first_call();  // the p?gemm line too: psymm() calls pgemm()
+  first_level3_call();
+  std::string reason;
+  try {
+    if (const std::optional<sc::Grid> grid = level3_grid(desca, reason)) {
+      const sc::PgemmOutcome outcome = sc::psymm<T>(hermitian, *side, *uplo, *m, *n, *alpha, a, *ia, *ja, desca, b,
+                                                     *ib, *jb, descb, *beta, c, *ic, *jc, descc, *grid);
+      if (outcome.result == sc::PgemmResult::computed) return;
+      reason = outcome.reason;
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "shardwise %s: %s\n", next_name, e.what());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  ++psymm_fallbacks;
+  static const auto next = next_routine<psymm_function<T>>(next_name, reason);
+  if (next != nullptr) next(side, uplo, m, n, alpha, a, ia, ja, desca, b, ib, jb, descb, beta, c, ic, jc, descc);
+}
+
+}  // namespace
+
+#define SHARDWISE_PSYMM_ENTRY(name, T, next, hermitian)                                                             \
+  extern "C" void name(const char* side, const char* uplo, const int* m, const int* n, const T* alpha, const T* a, \
+                       const int* ia, const int* ja, const int* desca, const T* b, const int* ib, const int* jb,  \
+                       const int* descb, const T* beta, T* c, const int* ic, const int* jc, const int* descc) {   \
+    psymm_dropin<T>(next, hermitian, side, uplo, m, n, alpha, a, ia, ja, desca, b, ib, jb, descb, beta, c, ic, jc, \
+                    descc);                                                                                        \
+  }
+#define SHARDWISE_PSYMM_ENTRIES(lower, upper, T, hermitian) \
+  SHARDWISE_PSYMM_ENTRY(lower##_, T, #lower "_", hermitian) \
+  SHARDWISE_PSYMM_ENTRY(lower, T, #lower "_", hermitian)    \
+  SHARDWISE_PSYMM_ENTRY(upper, T, #lower "_", hermitian)
+
+SHARDWISE_PSYMM_ENTRIES(pssymm, PSSYMM, float, false)
+SHARDWISE_PSYMM_ENTRIES(pdsymm, PDSYMM, double, false)
+SHARDWISE_PSYMM_ENTRIES(pcsymm, PCSYMM, std::complex<float>, false)
+SHARDWISE_PSYMM_ENTRIES(pzsymm, PZSYMM, std::complex<double>, false)
+SHARDWISE_PSYMM_ENTRIES(pchemm, PCHEMM, std::complex<float>, true)
+SHARDWISE_PSYMM_ENTRIES(pzhemm, PZHEMM, std::complex<double>, true)
+
+/// p?symm/p?hemm calls of this process handed to ScaLAPACK's own routine (for tests and tools).
+extern "C" long long shardwise_psymm_fallbacks(void) { return static_cast<long long>(psymm_fallbacks); }

@@ -1,0 +1,180 @@
+// Helpers of the differential tests of the level-3 routines (test_psymm_scalapack,
+// test_psyrk_scalapack) against Debian's ScaLAPACK: random local arrays with sentinels, the
+// comparison of two results, and the routines' spellings in the drop-in and in libscalapack.
+#pragma once
+
+#include <dlfcn.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <complex>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "shardwise/scalapack/blacs.hpp"
+
+extern "C" {
+void Cblacs_gridinit(int* context, const char* order, int nprow, int npcol);
+void Cblacs_gridexit(int context);
+}
+
+namespace differential {
+
+namespace sc = shardwise::scalapack;
+
+template <typename T>
+bool is_nan(const T& x) {
+  if constexpr (shardwise::detail::is_complex_v<T>) return std::isnan(x.real()) || std::isnan(x.imag());
+  else return std::isnan(x);
+}
+
+/// Bit for bit the same (NaN equal to NaN).
+template <typename T>
+bool identical(const T& x, const T& y) {
+  return std::memcmp(&x, &y, sizeof(T)) == 0;
+}
+
+template <typename T>
+T random_scalar(std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  if constexpr (shardwise::detail::is_complex_v<T>) {
+    const double re = u(rng), im = u(rng);
+    return T(static_cast<typename T::value_type>(re), static_cast<typename T::value_type>(im));
+  } else {
+    return static_cast<T>(u(rng));
+  }
+}
+
+/// The tolerance relative to the largest element: 1e-12 for double, 1e-5 for float.
+template <typename T>
+constexpr double tolerance() {
+  return (std::is_same_v<T, float> || std::is_same_v<T, std::complex<float>>) ? 1e-5 : 1e-12;
+}
+
+/// A global matrix's local array on this process, with its descriptor.
+template <typename T>
+struct LocalArray {
+  std::vector<T> data;
+  int desc[9]{};
+  sc::BlockCyclicDim rows, cols;
+
+  /// The global (row, column) of local element `offset`; (-1, -1) in the LLD padding.
+  [[nodiscard]] std::pair<std::int64_t, std::int64_t> global(const sc::Grid& g, std::size_t offset) const {
+    const auto li = static_cast<std::int64_t>(offset % static_cast<std::size_t>(desc[8]));
+    const auto lj = static_cast<std::int64_t>(offset / static_cast<std::size_t>(desc[8]));
+    if (li >= rows.local_extent(g.row) || lj >= cols.local_extent(g.col)) return {-1, -1};
+    return {rows.global_index(li, g.row), cols.global_index(lj, g.col)};
+  }
+};
+
+/// Elements a function of their global index and `seed`; `nan(i, j)`: NaN there instead; LLD
+/// padding -7.
+template <typename T, typename Nan>
+LocalArray<T> make_array(const sc::Grid& g, int context, int rows, int cols, int mb, int nb, int rsrc, int csrc,
+                         int pad, std::uint64_t seed, Nan&& nan) {
+  LocalArray<T> x;
+  x.rows = {rows, mb, rsrc, g.rows}, x.cols = {cols, nb, csrc, g.cols};
+  const auto local_rows = static_cast<int>(x.rows.local_extent(g.row));
+  const auto local_cols = static_cast<int>(x.cols.local_extent(g.col));
+  const int lld = std::max(1, local_rows) + pad;
+  const int d[9] = {1, context, rows, cols, mb, nb, rsrc, csrc, lld};
+  std::copy(std::begin(d), std::end(d), x.desc);
+  x.data.assign(static_cast<std::size_t>(lld) * static_cast<std::size_t>(std::max(1, local_cols)), T(-7));
+  const T not_a_number = T(std::numeric_limits<float>::quiet_NaN());
+  for (int lj = 0; lj < local_cols; ++lj)
+    for (int li = 0; li < local_rows; ++li) {
+      const std::int64_t gi = x.rows.global_index(li, g.row), gj = x.cols.global_index(lj, g.col);
+      std::mt19937_64 rng(seed * 1000003u + static_cast<std::uint64_t>(gi * 7919 + gj));
+      x.data[static_cast<std::size_t>(lj) * static_cast<std::size_t>(lld) + static_cast<std::size_t>(li)] =
+          nan(gi, gj) ? not_a_number : random_scalar<T>(rng);
+    }
+  return x;
+}
+
+/// The comparison of two results of one call from the same `before`, over the grid: the
+/// largest reference element and difference where `writable(i, j)` (global indices), and the
+/// elements elsewhere (LLD padding included) not bit for bit as before, plus NaN mismatches.
+struct Verdict {
+  double largest = 0, worst = 0;
+  int bad = 0;
+  template <typename T>
+  [[nodiscard]] bool fails() const {
+    return bad != 0 || worst > tolerance<T>() * std::max(1.0, largest);
+  }
+};
+
+template <typename T, typename Writable>
+Verdict compare(const sc::Grid& g, const LocalArray<T>& before, const LocalArray<T>& ref, const LocalArray<T>& ours,
+                Writable&& writable) {
+  Verdict v;
+  for (std::size_t i = 0; i < before.data.size(); ++i) {
+    const auto [gi, gj] = before.global(g, i);
+    if (gi < 0 || !writable(gi, gj)) {
+      v.bad += !identical(ours.data[i], before.data[i]) || !identical(ref.data[i], before.data[i]);
+      continue;
+    }
+    if (is_nan(ref.data[i]) || is_nan(ours.data[i])) {
+      v.bad += is_nan(ref.data[i]) != is_nan(ours.data[i]);
+      continue;
+    }
+    v.largest = std::max(v.largest, static_cast<double>(std::abs(ref.data[i])));
+    v.worst = std::max(v.worst, static_cast<double>(std::abs(ref.data[i] - ours.data[i])));
+  }
+  double both[2] = {v.largest, v.worst};
+  MPI_Allreduce(MPI_IN_PLACE, both, 2, MPI_DOUBLE, MPI_MAX, g.comm);
+  MPI_Allreduce(MPI_IN_PLACE, &v.bad, 1, MPI_INT, MPI_SUM, g.comm);
+  v.largest = both[0], v.worst = both[1];
+  return v;
+}
+
+struct Tally {
+  int cases = 0, failures = 0;
+};
+
+/// In a program linked with the drop-in: ScaLAPACK's own routine `name` (found in libscalapack
+/// itself), or (`drop_in`) one of the drop-in's three spellings of it, drawn at random.
+template <typename Function>
+Function routine_in(std::string name, bool drop_in, std::mt19937_64& rng) {
+  if (!drop_in) {
+    static void* scalapack = dlopen("libscalapack-openmpi.so.2.2", RTLD_LAZY | RTLD_NOLOAD);
+    return scalapack == nullptr ? nullptr : reinterpret_cast<Function>(dlsym(scalapack, (name + "_").c_str()));
+  }
+  const auto spelling = rng() % 3;  // pdsymm_, pdsymm, PDSYMM
+  if (spelling == 0) name += "_";
+  if (spelling == 2) std::transform(name.begin(), name.end(), name.begin(), [](char c) { return static_cast<char>(c - 32); });
+  return reinterpret_cast<Function>(dlsym(RTLD_DEFAULT, name.c_str()));
+}
+
+/// Calls `body(grid, context, rng, grid_text)` on every grid of the world's processes, in both
+/// orders, with a fixed seed per grid.
+template <typename Body>
+void for_each_grid(Body&& body) {
+  int world = 0, size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &world);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  for (int p = 1; p <= size; ++p) {
+    if (size % p != 0) continue;
+    for (const char* order : {"R", "C"}) {
+      int context = 0;
+      Cblacs_get(0, 0, &context);
+      Cblacs_gridinit(&context, order, p, size / p);
+      const std::optional<sc::Grid> grid = sc::grid_of(context);
+      if (!grid) {
+        if (world == 0) std::printf("FAIL: the grid's communicator is not numbered row-major\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+      }
+      const std::string grid_text = std::to_string(p) + "x" + std::to_string(size / p) + " order " + order;
+      std::mt19937_64 rng(static_cast<std::uint64_t>(p * 131 + order[0]));
+      body(*grid, context, rng, grid_text);
+      Cblacs_gridexit(context);
+    }
+  }
+}
+
+}  // namespace differential
