@@ -13,7 +13,9 @@ left out (LEFT_OUT: marked "needs a larger machine" with the reason, or "would n
 table") and the cells not run otherwise, with the commands that fill them; and the time model's
 prediction for every best, SUMMA and 2.5D cell next to its simulated time, with the plans the
 planner picks by predicted time (from `benchmarks/simulate predict`: the planner and the model
-only, no simulation).
+only, no simulation). Then the strong-scaling series (STRONG_SHAPES on STRONG_PROCS ranks, issue
+40): the table's plans and "time" (PLATFORM-P-SHAPE-time.md, the planner's plan by predicted time
+on the platform's machine), each with its prediction and speed-up over PDGEMM, and the goals.
 """
 import math
 import os
@@ -27,6 +29,12 @@ PROCS = [64, 127, 256, 512, 1024, 4096]
 SHAPES = [("square", "square 32768³"), ("tall", "tall-skinny 2²¹ x 2¹² x 2¹²"),
           ("large_k", "large-k 2¹² x 2²¹ x 2¹²"), ("flat", "flat 2¹⁷ x 2¹¹ x 2¹⁷")]
 PLANS = ["best", "summa", "25d", "pdgemm64", "pdgemm128", "pdgemm256"]
+# The strong-scaling series (issue 40): a fixed product on 64 to 4096 ranks, with the plan chosen
+# by predicted time ("time", run where it differs from best) beside the table's plans.
+STRONG_PROCS = [64, 256, 1024, 4096]
+STRONG_SHAPES = [("square8k", "square 8192³"), ("square16k", "square 16384³"), ("tall8k", "tall-skinny 2¹⁹ x 2¹⁰ x 2¹⁰"),
+                 ("large_k8k", "large-k 2¹⁰ x 2¹⁹ x 2¹⁰"), ("flat8k", "flat 2¹⁵ x 2⁹ x 2¹⁵")]
+STRONG_PLANS = ["best", "time", "summa", "25d"]
 # Not cells of the table: PDGEMM on a grid of down to 3/4 of the ranks (`simulate_pdgemm
 # --allow-idle`), run where P's only full grids are 1-D; the PDGEMM column takes them into account.
 IDLE_PDGEMM = ["pdgemm64idle", "pdgemm128idle", "pdgemm256idle"]
@@ -173,8 +181,8 @@ def emit_predicted(emit, cells, predicted, by_time):
          "does not read.")
     emit("")
     rows = []
-    for key, cell in cells.items():
-        if key[3] in MODELED and cell["ok"] and key in predicted:
+    for key, cell in cells.items():  # the table's cells; the strong-scaling series has its own count
+        if key[3] in MODELED and cell["ok"] and key in predicted and key[2] in [x for x, _ in SHAPES]:
             rows.append((predicted[key][0] / number(cell["seconds"]), key, cell))
     within = [r for r in rows if abs(r[0] - 1) <= 0.1]
     per_platform = []
@@ -230,15 +238,18 @@ def emit_predicted(emit, cells, predicted, by_time):
          "chosen by time (as its SUMMA or 2.5D cell) and what that says; a plan it did not run is marked "
          "\"not simulated\".")
     emit("")
-    changed = [(key, choice) for key, choice in sorted(by_time.items(), key=lambda kv: (
-        [x for x, _ in PLATFORMS].index(kv[0][0]), kv[0][1], [x for x, _ in SHAPES].index(kv[0][2])))
+    table_shapes = [x for x, _ in SHAPES]
+    table_by_time = {key: choice for key, choice in by_time.items() if key[2] in table_shapes and key[1] in PROCS}
+    changed = [(key, choice) for key, choice in sorted(table_by_time.items(), key=lambda kv: (
+        [x for x, _ in PLATFORMS].index(kv[0][0]), kv[0][1], table_shapes.index(kv[0][2])))
         if choice["same_as"] != "best"]
-    emit(f"The plan differs in {len(changed)} of {len(by_time)} platforms, P and shapes.")
+    emit(f"The plan differs in {len(changed)} of {len(table_by_time)} platforms, P and shapes (the table's; the "
+         "strong-scaling series has its own, under \"Strong scaling\").")
     # Where 1-D rings on all ranks are chosen by time, the nearest evidence: those the table ran.
     def one_d_ring(mesh, shardings):
         return shardings.endswith(", ring") and re.fullmatch(r"\d+", mesh)
     rings = [(key, cell) for key, cell in sorted(cells.items()) if key[3] in MODELED and cell["ok"] and
-             key in predicted and one_d_ring(cell["mesh"], cell["shardings"])]
+             key in predicted and key[2] in table_shapes and one_d_ring(cell["mesh"], cell["shardings"])]
     if rings and any(one_d_ring(choice["mesh"], choice["shardings"]) for _, choice in changed):
         emit("The 1-D rings on all ranks the table did run: " + "; ".join(
             f"{k[0].replace('_', ' ')} P = {k[1]} {k[2]}, {predicted[k][0]:.6f} s predicted, "
@@ -253,15 +264,193 @@ def emit_predicted(emit, cells, predicted, by_time):
             simulated_best = f"{number(best['seconds']):.3f}" if best and best["ok"] else "not run"
             verdict = "not simulated"
             same = (platform, p, shape, choice["same_as"])
-            if choice["same_as"] in MODELED and same in cells and cells[same]["ok"] and best and best["ok"]:
+            if (platform, p, shape, "time") in cells and cells[(platform, p, shape, "time")]["ok"]:
+                same = (platform, p, shape, "time")  # the time cell: the plan chosen by time, simulated
+            if ((choice["same_as"] in MODELED or same[3] == "time") and same in cells and cells[same]["ok"] and best
+                    and best["ok"]):
                 faster = number(cells[same]["seconds"]) < number(best["seconds"])
-                verdict = (f"{choice['same_as']} cell {number(cells[same]['seconds']):.3f} s: "
+                verdict = (f"{same[3]} cell {number(cells[same]['seconds']):.3f} s: "
                            + ("faster, as predicted" if faster else "slower: the model is wrong here"))
             gain = 1 - choice["seconds"] / choice["bytes_plan_seconds"] if choice["bytes_plan_seconds"] > 0 else 0
             emit(f"| {platform} | {p} | {shape} | {best['mesh'] if best and best['ok'] else '–'}, "
                  f"{choice['bytes_plan_seconds']:.3f}, {simulated_best} | {choice['mesh']}: {choice['shardings']} | "
                  f"{choice['seconds']:.3f} | {100 * gain:.1f} % | {verdict} |")
         emit("")
+
+
+def time_plan_cell(cells, by_time, platform, p, shape):
+    """The simulated cell of the plan chosen by time and what it is: its own cell ("time"), or the
+    best, SUMMA or 2.5D cell when the planner by time chose that plan; (None, reason) if not run."""
+    own = cells.get((platform, p, shape, "time"))
+    if own is not None and own["ok"]:
+        return own, "time"
+    choice = by_time.get((platform, p, shape))
+    if choice is None:
+        return None, "no prediction"
+    same = cells.get((platform, p, shape, choice["same_as"]))
+    if choice["same_as"] in MODELED and same is not None and same["ok"]:
+        return same, choice["same_as"]
+    return None, ("not run (the same plan as " + choice["same_as"] + ")" if choice["same_as"] in MODELED
+                  else "not run")
+
+
+def seconds_text(seconds):
+    return f"{seconds:.4g}"
+
+
+def emit_strong(emit, cells, predicted, by_time):
+    """The section "Strong scaling": per platform and shape of STRONG_SHAPES with a cell, per P the
+    best (by bytes), time, SUMMA, 2.5D and PDGEMM cells; then the goals of issue 40."""
+    emit("## Strong scaling")
+    emit("")
+    emit("A fixed product on P = 64 to 4096 ranks (issue 40): n = 8192 and 16384 squared (`square8k`, "
+         "`square16k`) and the table's rectangular shapes at the flops of n = 8192 (`tall8k`, `large_k8k`, "
+         "`flat8k`). Every cell is `benchmarks/simulate cell PLATFORM P SHAPE PLAN`, as the table's. By bytes: "
+         "the `best` cell (the planner's plan of fewest bytes); by time: the `time` cell, the planner's plan of "
+         "least predicted time on the platform's `sw::Machine` (`plan_matmul_any_mesh` with `.machine`; "
+         "within 1 % of the fastest prediction, the fewest bytes), run only where it is another plan than best "
+         "(\"= best\": the same plan, the best cell's time). Each entry: simulated seconds, % of peak, the "
+         "time model's prediction, and PDGEMM's time over it (the speed-up over PDGEMM at its best NB and grid).")
+    emit("")
+    pdgemm_cells = {}
+    rows_run = []  # (platform, p, shape, plan, simulated s, predicted s) of every shardwise cell run
+    for platform, title in PLATFORMS:
+        for shape, shape_title in STRONG_SHAPES:
+            if not any((platform, p, shape, plan) in cells for p in STRONG_PROCS
+                       for plan in STRONG_PLANS + PLANS[3:] + IDLE_PDGEMM):
+                continue
+            emit(f"### {title.split(' (')[0]}, {shape_title}")
+            emit("")
+            emit("| P | by bytes (best) | by time | 2-D SUMMA | 2.5D | PDGEMM (NB) | meshes: bytes, time |")
+            emit("|---:|---|---|---|---|---|---|")
+            for p in STRONG_PROCS:
+                keys = {plan: (platform, p, shape, plan) for plan in STRONG_PLANS}
+                if not any(k in cells for k in keys.values()) and not any(
+                        (platform, p, shape, plan) in cells for plan in PLANS[3:] + IDLE_PDGEMM):
+                    continue
+                pd, on_fewer, tried = best_pdgemm(cells, platform, p, shape)
+                pd_seconds = number(pd["seconds"]) if pd is not None else None
+                pdgemm_cells[(platform, p, shape)] = pd
+                entries = {}
+                for plan in STRONG_PLANS:
+                    key = keys[plan]
+                    if plan == "time":
+                        cell, what = time_plan_cell(cells, by_time, platform, p, shape)
+                        model = by_time.get((platform, p, shape), {}).get("seconds")
+                    else:
+                        cell, what = cells.get(key), plan
+                        model = predicted.get(key, (None,))[0]
+                    if cell is None or not cell["ok"]:
+                        entries[plan] = summary_entry(cell, key) if plan != "time" else what
+                        continue
+                    seconds = number(cell["seconds"])
+                    if what == plan:
+                        rows_run.append((platform, p, shape, plan, seconds, model, cell["mesh"]))
+                    text = f"{seconds_text(seconds)} s, {cell['peak']} %"
+                    if model is not None:
+                        text += f"; pred. {seconds_text(model)} s"
+                    if pd_seconds is not None:
+                        text += f"; {pd_seconds / seconds:.2f}x"
+                    if plan == "time" and what != "time":
+                        text = f"= {what}"
+                    entries[plan] = text
+                if pd is not None:
+                    nb = pd["plan"].split(":")[1] + (f" on {pd['mesh']}" if on_fewer else "")
+                    pd_text = f"{seconds_text(pd_seconds)} s, {pd['peak']} % ({nb} of {tried}; {pd['mesh']})"
+                else:
+                    pd_text = "not run"
+                best = cells.get(keys["best"])
+                choice = by_time.get((platform, p, shape))
+                meshes = (best["mesh"] if best is not None and best["ok"] else "–") + ", " + (
+                    choice["mesh"] if choice else "–")
+                emit(f"| {p} | {entries['best']} | {entries['time']} | {entries['summa']} | {entries['25d']} | "
+                     f"{pd_text} | {meshes} |")
+            emit("")
+
+    emit("### The goals of issue 40, as far as the cells run tell")
+    emit("")
+    series = {key: choice for key, choice in by_time.items() if key[2] in [x for x, _ in STRONG_SHAPES]}
+    differ = [key for key, choice in series.items() if choice["same_as"] != "best"]
+    if series:
+        emit(f"- The plan by time is another than the plan by bytes in {len(differ)} of the series' {len(series)} "
+             f"platforms, P and shapes (`benchmarks/simulate predict`); the same in: "
+             + (", ".join(f"{k[0].replace('_', ' ')} P = {k[1]} {k[2]}" for k in sorted(series) if k not in differ)
+                or "none") + ".")
+    for platform in ("torus", "fat_tree"):
+        key = (platform, 4096, "square8k")
+        pd = pdgemm_cells.get(key)
+        line = f"- {platform.replace('_', ' ').capitalize()}, P = 4096, n = 8192: "
+        parts = []
+        for plan in ("best", "time"):
+            if plan == "time":
+                cell, what = time_plan_cell(cells, by_time, *key)
+            else:
+                cell, what = cells.get(key + ("best",)), "best"
+            if cell is None or not cell["ok"]:
+                parts.append(f"{plan} not run")
+                continue
+            seconds = number(cell["seconds"])
+            text = f"{plan} {seconds_text(seconds)} s ({cell['mesh']}), {cell['peak']} % of peak"
+            if plan == "time" and what != "time":
+                text = f"time = {what}"
+            elif pd is not None:
+                speedup = number(pd["seconds"]) / seconds
+                text += (f", {speedup:.2f} x PDGEMM: >= 2 x {'met' if speedup >= 2 else 'not met'}, "
+                         f">= 60 % {'met' if number(cell['peak']) >= 60 else 'not met'}")
+            parts.append(text + f" (`benchmarks/simulate cell {platform} 4096 square8k {what}`)")
+        if pd is not None:
+            parts.append(f"PDGEMM {seconds_text(number(pd['seconds']))} s, {pd['peak']} % ({pd['plan'].split(':')[1]}, "
+                         f"{pd['mesh']}; `benchmarks/simulate cell {platform} 4096 square8k "
+                         f"pdgemm{pd['plan'].split(':')[1]}`)")
+        else:
+            parts.append("PDGEMM not run")
+        emit(line + "; ".join(parts) + ".")
+    with_model = [r for r in rows_run if r[5] is not None]
+    if with_model:
+        within = [r for r in with_model if abs(r[5] / r[4] - 1) <= 0.1]
+        worst = sorted(with_model, key=lambda r: -abs(math.log(r[5] / r[4])))
+        emit(f"- Predicted within 10 % of simulated: {len(within)} of the {len(with_model)} best, time, SUMMA and "
+             f"2.5D cells run; the worst: " + "; ".join(
+                 f"{r[0].replace('_', ' ')} P = {r[1]} {r[2]} {r[3]} ({r[6]}): {seconds_text(r[5])} s predicted, "
+                 f"{seconds_text(r[4])} s simulated ({r[5] / r[4]:.2f})" for r in worst[:6]) + ".")
+    # The plan by bytes and the plan by time against the fastest simulated plan.
+    compared, best_loses, time_loses, time_unknown = 0, [], [], []
+    for platform, _ in PLATFORMS:
+        for shape, _ in STRONG_SHAPES:
+            for p in STRONG_PROCS:
+                run = {}
+                for plan in ("best", "summa", "25d", "time"):
+                    cell = cells.get((platform, p, shape, plan))
+                    if cell is not None and cell["ok"]:
+                        run[plan] = number(cell["seconds"])
+                pd = pdgemm_cells.get((platform, p, shape))
+                if pd is not None:
+                    run["pdgemm " + pd["plan"].split(":")[1]] = number(pd["seconds"])
+                if "best" not in run or len(run) < 2:
+                    continue
+                compared += 1
+                fastest = min(run, key=run.get)
+                name = f"{platform.replace('_', ' ')} P = {p} {shape}"
+                if fastest != "best" and run[fastest] < run["best"]:
+                    best_loses.append(f"{name}: best {seconds_text(run['best'])} s, {fastest} "
+                                      f"{seconds_text(run[fastest])} s ({100 * (run['best'] / run[fastest] - 1):.1f} % slower)")
+                cell, what = time_plan_cell(cells, by_time, platform, p, shape)
+                if cell is None:
+                    time_unknown.append(name)
+                    continue
+                seconds = number(cell["seconds"])
+                if seconds > 1.03 * run[fastest]:
+                    time_loses.append(f"{name}: time ({what}) {seconds_text(seconds)} s, {fastest} "
+                                      f"{seconds_text(run[fastest])} s ({100 * (seconds / run[fastest] - 1):.1f} % slower)")
+    if compared:
+        emit(f"- The fastest simulated plan (of best, time, SUMMA, 2.5D and PDGEMM at its best NB), over the "
+             f"{compared} platforms, P and shapes with best and another run. By bytes, best is not the fastest in "
+             f"{len(best_loses)}" + (": " + "; ".join(best_loses) if best_loses else "") + ". "
+             f"By time, the time plan is more than 3 % slower than the fastest in {len(time_loses)}"
+             + (": " + "; ".join(time_loses) if time_loses else "")
+             + (f"; not known (the time plan not run) in {len(time_unknown)}: " + ", ".join(time_unknown)
+                if time_unknown else "") + ".")
+    emit("")
 
 
 def summary_entry(cell, key=None):
@@ -365,7 +554,7 @@ def main():
 
     emit("## The goals, as far as the cells run tell")
     emit("")
-    over = [(k, cells[k]) for k in cells if k[3] == "best" and cells[k]["ok"]]
+    over = [(k, cells[k]) for k in cells if k[3] == "best" and cells[k]["ok"] and k[2] in [x for x, _ in SHAPES]]
     worst = max(over, key=lambda kc: number(kc[1]["over_bound"]), default=None)
     if worst:
         above = [f"{k[0]} P = {k[1]} {k[2]} ({c['over_bound']})" for k, c in over if number(c["over_bound"]) > 1.1]
@@ -385,6 +574,8 @@ def main():
         emit("- Fat tree, P = 4096, n = 32768 (>= 60 % of peak, >= 2 x PDGEMM): not run here.")
     emit("")
 
+    emit_strong(emit, cells, predicted, by_time)
+
     emit_predicted(emit, cells, predicted, by_time)
 
     emit("## Every cell")
@@ -393,25 +584,29 @@ def main():
          "busiest rank | model MiB | bytes == model, all ranks | bound MiB | model / bound | wall s | "
          "simulator's private MiB | predicted s | predicted / simulated |")
     emit("|---|---:|---|---|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|")
+    every = [(p, shape) for p in PROCS for shape, _ in SHAPES] + [
+        (p, shape) for shape, _ in STRONG_SHAPES for p in STRONG_PROCS]
     for platform, _ in PLATFORMS:
-        for p in PROCS:
-            for shape, _ in SHAPES:
-                for plan in PLANS + IDLE_PDGEMM:
-                    cell = cells.get((platform, p, shape, plan))
-                    if cell is None:
-                        continue
-                    model = predicted.get((platform, p, shape, plan))
-                    if cell["ok"]:
-                        model_text = (f"{model[0]:.3f} | {model[0] / number(cell['seconds']):.3f}" if model
-                                      else "– | –")
-                        emit(f"| {platform} | {p} | {shape} | {cell['plan']} | {cell['mesh']} | {cell['shardings']} | "
-                             f"{cell['seconds']} | {cell['gflops']} | {cell['peak']} | {cell['sent']} | "
-                             f"{cell['model']} | {cell['equal']} | {cell['bound']} | {cell['over_bound']} | "
-                             f"{cell.get('wall', '?')} | {cell.get('memory', '?')} | {model_text} |")
-                    else:
-                        text = cell["line"].replace("|", "/")[:200]
-                        emit(f"| {platform} | {p} | {shape} | {plan} | {text} | | | | | | | | | | "
-                             f"{cell.get('wall', '?')} | {cell.get('memory', '?')} | | |")
+        for p, shape in every:
+            for plan in ["best", "time"] + PLANS[1:] + IDLE_PDGEMM:
+                cell = cells.get((platform, p, shape, plan))
+                if cell is None:
+                    continue
+                model = predicted.get((platform, p, shape, plan))
+                if plan == "time" and (platform, p, shape) in by_time:
+                    model = (by_time[(platform, p, shape)]["seconds"], by_time[(platform, p, shape)]["gemm"])
+                if cell["ok"]:
+                    digits = 6 if shape in [x for x, _ in STRONG_SHAPES] else 3  # n = 8192: milliseconds
+                    model_text = (f"{model[0]:.{digits}f} | {model[0] / number(cell['seconds']):.3f}" if model
+                                  else "– | –")
+                    emit(f"| {platform} | {p} | {shape} | {cell['plan']} | {cell['mesh']} | {cell['shardings']} | "
+                         f"{cell['seconds']} | {cell['gflops']} | {cell['peak']} | {cell['sent']} | "
+                         f"{cell['model']} | {cell['equal']} | {cell['bound']} | {cell['over_bound']} | "
+                         f"{cell.get('wall', '?')} | {cell.get('memory', '?')} | {model_text} |")
+                else:
+                    text = cell["line"].replace("|", "/")[:200]
+                    emit(f"| {platform} | {p} | {shape} | {plan} | {text} | | | | | | | | | | "
+                         f"{cell.get('wall', '?')} | {cell.get('memory', '?')} | | |")
     emit("")
 
     left = [key for key in missing if key in LEFT]
@@ -446,7 +641,7 @@ def main():
     emit("")
     with open(output, "w", encoding="utf-8") as f:
         f.write("\n".join(out))
-    table_cells = len([key for key in cells if key[3] in PLANS])
+    table_cells = len([key for key in cells if key[3] in PLANS and key[2] in [x for x, _ in SHAPES]])
     print(f"simulate_report: {output} ({table_cells} cells of the table, {len(left)} left out, "
           f"{len(missing)} not run; {len(cells) - table_cells} more)", file=sys.stderr)
 
