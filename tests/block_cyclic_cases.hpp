@@ -5,7 +5,8 @@
 // counted equal to reshard_traffic's model; and matmul of block-cyclic operands (standard and
 // SUMMA block plans, real and complex) equals serial Eigen with the bytes of
 // block_cyclic_matmul_plan. NB from 1 to 64, first blocks off the first coordinate, uneven
-// extents. The caller sets CheckLevel::local (counts are the plans' own).
+// extents. The same for SplitFirstLarger (PETSc's remainder convention), with gemm into a view
+// of the caller's padded buffer. The caller sets CheckLevel::local (counts are the plans' own).
 #pragma once
 
 #include <complex>
@@ -122,6 +123,91 @@ void check_block_cyclic_product(ProcessGroupMesh<RowsCols>& groups, const CommCo
   if (!(error <= tolerance)) fail(name + "error " + std::to_string(error));
 }
 
+/// SplitFirstLarger (the first parts one larger, PETSc's convention) on both dimensions and over
+/// the whole mesh: PETSc's blocks, a view of the caller's padded buffer, reshards to Split's
+/// blocks and back (exact, bytes = the model), matmul against serial Eigen with the bytes of
+/// block_cyclic_matmul_plan and C in the same convention, gemm (alpha, beta) into a view.
+template <typename Scalar>
+void check_first_larger(ProcessGroupMesh<RowsCols>& groups, const CommCounters& counters, const Failure& fail,
+                        std::int64_t m, std::int64_t k, std::int64_t n) {
+  using Petsc = TensorSharding<SplitFirstLarger<"r">, SplitFirstLarger<"c">>;
+  using Blocks = TensorSharding<Split<"r">, Split<"c">>;
+  using A_t = ShardedMatrix<Scalar, RowsCols, Petsc, Eigen::ColMajor>;
+  const std::string name = Petsc::to_string() + " " + std::to_string(m) + " x " + std::to_string(k) + " x " +
+                           std::to_string(n) + ": ";
+  const int p = groups.mesh().extent(0), q = groups.mesh().extent(1);
+  const auto& at = groups.coordinate();
+  const auto a_global = cyclic_random<Scalar>(m, k, 11), b_global = cyclic_random<Scalar>(k, n, 12);
+  const auto c_global = cyclic_random<Scalar>(m, n, 13);
+
+  // PETSc's block: m / p rows, one more on the first m mod p ranks.
+  const auto a = A_t::distribute(groups, a_global);
+  const std::int64_t rows = m / p + (at[0] < m % p ? 1 : 0), cols = k / q + (at[1] < k % q ? 1 : 0);
+  const std::int64_t first_row = at[0] * (m / p) + std::min<std::int64_t>(at[0], m % p);
+  if (a.local_rows() != rows || a.local_cols() != cols || a.row_offset() != first_row)
+    fail(name + "the block is not PETSc's");
+  if (local_extents_of<A_t>(groups, {m, k}) != a.local_extents()) fail(name + "local_extents_of differs");
+  if (a.to_global() != a_global) fail(name + "distribute then to_global is not the matrix");
+
+  // The caller's own buffer, padded (LLD = rows + 1), wrapped as it is.
+  const std::int64_t lld = rows + 1;
+  std::vector<Scalar> own(static_cast<std::size_t>(std::max<std::int64_t>(1, lld * cols)), Scalar(0));
+  for (std::int64_t j = 0; j < cols; ++j)
+    for (std::int64_t i = 0; i < rows; ++i) own[static_cast<std::size_t>(i + j * lld)] = a.local()(i, j);
+  const auto v = view<A_t>(groups, {m, k}, own.data(), {1, lld}, {rows, cols});
+  if (v.data() != own.data() || v.to_global() != a_global) fail(name + "a view of the caller's buffer");
+
+  Traffic before = counters.total();
+  const auto blocks = reshard<Blocks>(v);
+  Traffic counted = counters.total() - before;
+  if (!(counted == reshard_traffic<Blocks>(v))) fail(name + "to Split's blocks: bytes differ from the model");
+  if (blocks.to_global() != a_global) fail(name + "resharded to Split's blocks");
+  before = counters.total();
+  const auto back = reshard<Petsc>(blocks);
+  counted = counters.total() - before;
+  if (!(counted == reshard_traffic<Petsc>(blocks))) fail(name + "back: bytes differ from the model");
+  if (back.to_global() != a_global) fail(name + "resharded back");
+
+  // C = A B: C keeps the operands' convention.
+  using Plan = block_cyclic_matmul_plan<RowsCols, Petsc, Petsc>;
+  static_assert(std::is_same_v<typename Plan::output_sharding, Petsc>);
+  const auto b = ShardedMatrix<Scalar, RowsCols, Petsc, Eigen::ColMajor>::distribute(groups, b_global);
+  before = counters.total();
+  const auto c = matmul(v, b);
+  counted = counters.total() - before;
+  const Traffic modeled = Plan::traffic(groups.mesh(), at, {.m = m, .k = k, .n = n}, sizeof(Scalar));
+  if (!(counted == modeled))
+    fail(name + "matmul: " + std::to_string(counted.bytes) + " B counted, " + std::to_string(modeled.bytes) +
+         " B modeled");
+  const auto want = (a_global * b_global).eval();
+  const double tolerance = std::is_same_v<Scalar, float> ? 1e-5 : 1e-12;
+  if (!((c.to_global() - want).norm() <= tolerance * want.norm())) fail(name + "matmul differs from Eigen");
+
+  // gemm into the caller's padded C, rows split first-larger over the whole mesh (a 1-D code's
+  // layout), A's rows the same, B whole: alpha, beta, the padding untouched.
+  using Rows = TensorSharding<SplitFirstLarger<"r", "c">, Replicated>;
+  using Whole = TensorSharding<Replicated, Replicated>;
+  using C_t = ShardedMatrix<Scalar, RowsCols, Rows, Eigen::ColMajor>;
+  const int part = at[0] * q + at[1], parts = p * q;
+  const std::int64_t c_rows = m / parts + (part < m % parts ? 1 : 0);
+  const std::int64_t c_first = part * (m / parts) + std::min<std::int64_t>(part, m % parts);
+  const Scalar sentinel(-7), alpha(2), beta(-0.5);
+  std::vector<Scalar> c_own(static_cast<std::size_t>((c_rows + 1) * n), sentinel);
+  for (std::int64_t j = 0; j < n; ++j)
+    for (std::int64_t i = 0; i < c_rows; ++i) c_own[static_cast<std::size_t>(i + j * (c_rows + 1))] = c_global(c_first + i, j);
+  const auto a_rows = ShardedMatrix<Scalar, RowsCols, Rows, Eigen::ColMajor>::distribute(groups, a_global);
+  const auto b_whole = ShardedMatrix<Scalar, RowsCols, Whole, Eigen::ColMajor>::distribute(groups, b_global);
+  gemm(alpha, a_rows, b_whole, beta, view<C_t>(groups, {m, n}, c_own.data(), {1, c_rows + 1}, {c_rows, n}));
+  const auto gemm_want = (alpha * want + beta * c_global).eval();
+  for (std::int64_t j = 0; j < n; ++j) {
+    for (std::int64_t i = 0; i < c_rows; ++i)
+      if (!(std::abs(c_own[static_cast<std::size_t>(i + j * (c_rows + 1))] - gemm_want(c_first + i, j)) <=
+            tolerance * (1 + std::abs(gemm_want(c_first + i, j)))))
+        return fail(name + "gemm into the caller's rows differs from Eigen");
+    if (c_own[static_cast<std::size_t>(c_rows + j * (c_rows + 1))] != sentinel) return fail(name + "gemm wrote the padding");
+  }
+}
+
 /// Every case on this rank's groups (a rows x columns mesh of any extents).
 inline void run_block_cyclic_cases(ProcessGroupMesh<RowsCols>& groups, const CommCounters& counters,
                                    const Failure& fail) {
@@ -134,6 +220,9 @@ inline void run_block_cyclic_cases(ProcessGroupMesh<RowsCols>& groups, const Com
   check_block_cyclic_product<variant::Summa<4>, double, 2, 5, 3>(groups, counters, fail, 17, 14, 10);
   check_block_cyclic_product<variant::Standard, std::complex<double>, 2, 2, 2>(groups, counters, fail, 9, 8, 7);
   check_block_cyclic_product<variant::Standard, float, 64, 64, 64>(groups, counters, fail, 30, 20, 10);
+  check_first_larger<double>(groups, counters, fail, 13, 11, 7);
+  check_first_larger<std::complex<double>>(groups, counters, fail, 7, 5, 3);
+  check_first_larger<double>(groups, counters, fail, 2, 3, 4);  // fewer rows than ranks: empty blocks
 }
 
 }  // namespace shardwise::testing

@@ -7,7 +7,9 @@
 #include <mpi.h>
 
 #include <Eigen/Core>
+#include <algorithm>
 #include <cmath>
+#include <complex>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -275,7 +277,10 @@ TEST(CallersBuffers, AnotherPartitionRuleIsRefusedOnEveryRank) {
   const std::int64_t petsc_rows = m / p + (r < m % p ? 1 : 0);
   std::vector<double> buffer(static_cast<std::size_t>(petsc_rows * k), 1.0);
   const std::string expected = "block is 3 x 4 but this rank's block of a " + std::to_string(m) +
-                               " x 4 matrix is 2 x 4 (Split<...> gives part i of n elements";
+                               " x 4 matrix is 2 x 4 (Split<...> gives part i of n elements over p parts the "
+                               "elements from floor(i n / p) on, so the extra elements are spread over the later "
+                               "parts (10 over 4: 2, 3, 2, 3); SplitFirstLarger<...> gives them to the first parts "
+                               "(3, 3, 2, 2), as PETSc does;";
   expect_same_error_on_every_rank<std::invalid_argument>(
       MPI_COMM_WORLD,
       [&] { (void)sw::view<ColA>(groups, {m, k}, buffer.data(), {1, petsc_rows}, {petsc_rows, k}); },
@@ -286,6 +291,48 @@ TEST(CallersBuffers, AnotherPartitionRuleIsRefusedOnEveryRank) {
   Eigen::Map<Eigen::MatrixXd> map(buffer.data(), petsc_rows, k);
   expect_same_error_on_every_rank<std::invalid_argument>(
       MPI_COMM_WORLD, [&] { (void)sw::view<ColA>(groups, {m, k}, map); }, "shardwise::view: the Eigen " + expected);
+}
+
+TEST(CallersBuffers, APetscLayoutIsWrappedAsItIsWithSplitFirstLarger) {
+  // The same PETSc-style blocks, declared SplitFirstLarger: docs/arrays.md's block, verbatim
+  // between the markers, wraps them with no copy and gemm writes into the caller's C (padded:
+  // LDC = rows + 1); C equals serial Eigen and the padding is untouched.
+  using Line = sw::Mesh<sw::Axis<"x", sw::dynamic_extent>>;
+  const sw::ProcessGroupMesh<Line> groups(MPI_COMM_WORLD, Line{world_size()});
+  const int p = world_size(), r = world_rank();
+  const std::int64_t m = 3 * p + 2, k = 5, n = 4;
+  const std::int64_t my_rows = m / p + (r < m % p ? 1 : 0), first = r * (m / p) + std::min<std::int64_t>(r, m % p);
+  const std::int64_t lda = my_rows, ldc = my_rows + 1;
+  Eigen::MatrixXd a_global(m, k), b_global(k, n);
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < k; ++j) a_global(i, j) = 1.0 + static_cast<double>((3 * i + 7 * j) % 11) / 4;
+  for (std::int64_t i = 0; i < k; ++i)
+    for (std::int64_t j = 0; j < n; ++j) b_global(i, j) = static_cast<double>((5 * i + j) % 7) - 3;
+  // The caller's own arrays: its rows of A and of C (one sentinel row of padding), B whole.
+  std::vector<double> a_rows(static_cast<std::size_t>(lda * k)), c_rows(static_cast<std::size_t>(ldc * n), -99.0);
+  for (std::int64_t j = 0; j < k; ++j)
+    for (std::int64_t i = 0; i < my_rows; ++i) a_rows[static_cast<std::size_t>(i + j * lda)] = a_global(first + i, j);
+  const auto b = sw::ShardedMatrix<double, Line, Whole, Eigen::ColMajor>::distribute(groups, b_global);
+  // ---- begin README block ----
+  using Rows = sw::TensorSharding<sw::SplitFirstLarger<"x">, sw::Replicated>;   // rank r: m / p + (r < m % p) rows
+  using A_t = sw::ShardedMatrix<double, Line, Rows, Eigen::ColMajor>;
+  auto a = sw::view<A_t>(groups, {m, k}, a_rows.data(), {1, lda}, {my_rows, k});  // the caller's rows, no copy
+  sw::gemm(1.0, a, b, 0.0, sw::view<A_t>(groups, {m, n}, c_rows.data(), {1, ldc}, {my_rows, n}));
+  // ---- end README block ----
+  EXPECT_EQ(a.data(), a_rows.data());
+  EXPECT_EQ(sw::local_extents_of<A_t>(groups, {m, k}), (A_t::extents_type{my_rows, k}));
+  EXPECT_EQ(sw::local_offsets_of<A_t>(groups, {m, k})[0], first);
+  const Eigen::MatrixXd want = a_global * b_global;
+  for (std::int64_t j = 0; j < n; ++j) {
+    for (std::int64_t i = 0; i < my_rows; ++i)
+      EXPECT_NEAR(c_rows[static_cast<std::size_t>(i + j * ldc)], want(first + i, j), 1e-12) << i << ", " << j;
+    EXPECT_EQ(c_rows[static_cast<std::size_t>(my_rows + j * ldc)], -99.0) << "the padding of column " << j;
+  }
+  // matmul keeps the convention: C's rows are the caller's rows.
+  const auto c = sw::matmul(a, b);
+  static_assert(std::is_same_v<decltype(c)::sharding, Rows>);
+  EXPECT_EQ(c.local_rows(), my_rows);
+  EXPECT_LE((c.to_global() - want).cwiseAbs().maxCoeff(), 1e-12);
 }
 
 TEST(CallersBuffers, ALeadingDimensionBelowTheRowsOnOneRank) {

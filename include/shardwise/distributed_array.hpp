@@ -164,10 +164,15 @@ constexpr std::size_t sharding_rank() {
       fail({check, ": the extents ", extents_text({extents, static_cast<std::size_t>(rank)}), " have a negative one"});
   }
   place_block(rank, axes, geo, global, here, starts);
-  // A block-cyclic dimension: NUMROC indices, the first of them the offset (INDXL2G of 0).
+  // A block-cyclic dimension: NUMROC indices, the first of them the offset (INDXL2G of 0); a
+  // SplitFirstLarger one: its own block.
   for (int d = 0; d < rank; ++d) {
     const auto i = static_cast<std::size_t>(d);
     if (cycles.block[i] == 0) continue;
+    if (cycles.block[i] < 0) {
+      std::tie(starts[i], here[i]) = first_larger_block(global[i] < 0 ? 0 : global[i], axes.dim(d), geo);
+      continue;
+    }
     const int parts = geo.group_size(axes.dim(d));
     if (cycles.first[i] >= parts)
       fail({check != nullptr ? check : "shardwise::view", ": BlockCyclic dimension ", static_cast<std::int64_t>(d),
@@ -192,8 +197,8 @@ constexpr std::size_t sharding_rank() {
 /// Added to the message of a caller's block of the wrong extents: the partition rule.
 inline constexpr const char* split_rule_note =
     " (Split<...> gives part i of n elements over p parts the elements from floor(i n / p) on, so the extra elements "
-    "are spread over the later parts (10 over 4: 2, 3, 2, 3), not given to the first ones; "
-    "sw::local_extents_of<Array>(groups, extents) says which block each rank holds)";
+    "are spread over the later parts (10 over 4: 2, 3, 2, 3); SplitFirstLarger<...> gives them to the first parts "
+    "(3, 3, 2, 2), as PETSc does; sw::local_extents_of<Array>(groups, extents) says which block each rank holds)";
 
 /// What is wrong with a view's element `strides` for its block of `local` extents (`rank`
 /// dimensions), or an empty text: a negative stride; a writable view with stride 0 along a
@@ -519,8 +524,8 @@ class DistributedArray {
     else
       return detail::tensor_axes{};
   }();
-  /// The block-cyclic dimensions (BlockCyclic<axis, NB, First>): their block sizes and first
-  /// blocks' coordinates (0 for the others).
+  /// The dimensions placed otherwise than Split's blocks: BlockCyclic<axis, NB, First>'s block
+  /// sizes and first blocks' coordinates, SplitFirstLarger's blocks (0 for the others).
   static constexpr detail::array_cycles cycles = [] {
     detail::array_cycles c;
     if constexpr (detail::is_tensor_sharding_v<Sh>)
@@ -530,15 +535,16 @@ class DistributedArray {
       }
     return c;
   }();
-  /// Whether a dimension is block-cyclic (ScaLAPACK's layout): its block's extents are
-  /// NUMROC's, and offsets() holds the global index of each dimension's first local index.
-  static constexpr bool block_cyclic = cycles.any();
-  static_assert(!block_cyclic || ![] {
+  /// Whether a dimension is block-cyclic (ScaLAPACK's layout: its block's extents are NUMROC's,
+  /// and offsets() holds the global index of each dimension's first local index) or
+  /// SplitFirstLarger: the array reaches Split's blocks, and the whole array, by a redistribution.
+  static constexpr bool redistributed = cycles.any();
+  static_assert(!redistributed || ![] {
                   if constexpr (detail::is_tensor_sharding_v<Sh>) return Sh::is_partial;
                   else return false;
                 }(),
-                "shardwise::DistributedArray: a block-cyclic array cannot hold a pending sum (Partial); reduce it "
-                "in a block sharding, then reshard it to BlockCyclic");
+                "shardwise::DistributedArray: a BlockCyclic or SplitFirstLarger array cannot hold a pending sum "
+                "(Partial); reduce it in a block sharding, then reshard it");
 
   // ---- construction (local: no communication) ------------------------------------------------
 
@@ -788,7 +794,7 @@ class DistributedArray {
     agree(face::to_global_op);
     global_type global = face::template make_global<global_type>(global_extents());
     constexpr detail::dim_order global_order = face::template global_order<rank>;
-    if constexpr (block_cyclic) {
+    if constexpr (redistributed) {
       // Every rank sends every other its blocks, which land where the index maps say.
       std::vector<Scalar> send, receive;
       detail::redistribute<Scalar>(groups_.state("to_global"), own_placement(), replicated_placement(),
@@ -1086,7 +1092,7 @@ class DistributedArray {
       result.zero();
       return result;
     }
-    if constexpr (block_cyclic) {
+    if constexpr (redistributed) {
       // The global array is on every rank: this rank's blocks are copied out of it, nothing sent.
       std::vector<Scalar> none;
       detail::redistribute<Scalar>(groups.state(face::distribute_op), replicated_placement(), own_placement(),

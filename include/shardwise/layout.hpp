@@ -392,29 +392,39 @@ inline std::vector<IndexRun> owned_runs(const BlockCyclicDim& d, int p, std::int
 
 namespace detail {
 
-/// An array's block-cyclic dimensions, as values (what tensor_axes does not say): per dimension
-/// the block size (0: blocks over its axes, or whole) and the coordinate of its first block.
+/// An array's dimensions placed otherwise than Split's blocks, as values (what tensor_axes does
+/// not say): per dimension the block size of a block-cyclic one, first_larger_parts (-1) for
+/// SplitFirstLarger's blocks, 0 for Split's blocks (or whole); and the coordinate of a
+/// block-cyclic dimension's first block.
 struct array_cycles {
   std::array<std::int64_t, max_tensor_rank> block{};
   std::array<int, max_tensor_rank> first{};
   [[nodiscard]] constexpr bool any() const {
     for (std::int64_t b : block)
-      if (b > 0) return true;
+      if (b != 0) return true;
     return false;
   }
 };
 
-/// The indices of dimension `d` (of `global` indices, split over `axes`, block-cyclic when
-/// `cycles.block[d]` is not 0) that the rank at `geo` holds, as runs of consecutive global
-/// indices that are consecutive in its block too: one run for a block, runs of at most NB for a
+/// Where this rank's block of a SplitFirstLarger dimension starts, and its extent.
+constexpr std::pair<std::int64_t, std::int64_t> first_larger_block(std::int64_t global, const axis_list& axes,
+                                                                   const block_geometry& geo) {
+  const int parts = geo.group_size(axes), part = geo.group_rank(axes);
+  return {first_larger_begin(global, parts, part), first_larger_size(global, parts, part)};
+}
+
+/// The indices of dimension `d` (of `global` indices, split over `axes`, placed as
+/// `cycles.block[d]` says) that the rank at `geo` holds, as runs of consecutive global indices
+/// that are consecutive in its block too: one run for a block, runs of at most NB for a
 /// block-cyclic dimension.
 inline std::vector<IndexRun> held_runs(std::int64_t global, const axis_list& axes, const array_cycles& cycles, int d,
                                        const block_geometry& geo) {
   const auto i = static_cast<std::size_t>(d);
-  if (cycles.block[i] == 0) {
-    const std::int64_t n = geo.extent(global, axes);
+  if (cycles.block[i] <= 0) {
+    const auto [offset, n] = cycles.block[i] == 0 ? std::pair{geo.offset(global, axes), geo.extent(global, axes)}
+                                                  : first_larger_block(global, axes, geo);
     if (n == 0) return {};
-    return {IndexRun{geo.offset(global, axes), 0, n}};
+    return {IndexRun{offset, 0, n}};
   }
   const BlockCyclicDim dim{global, cycles.block[i], cycles.first[i], geo.group_size(axes)};
   return owned_runs(dim, geo.group_rank(axes), 0, global);
@@ -425,6 +435,7 @@ constexpr std::int64_t held_extent(std::int64_t global, const axis_list& axes, c
                                    const block_geometry& geo) {
   const auto i = static_cast<std::size_t>(d);
   if (cycles.block[i] == 0) return geo.extent(global, axes);
+  if (cycles.block[i] < 0) return first_larger_block(global, axes, geo).second;
   return BlockCyclicDim{global, cycles.block[i], cycles.first[i], geo.group_size(axes)}.local_extent(geo.group_rank(axes));
 }
 

@@ -154,6 +154,10 @@ template <fixed_string N, std::int64_t B, int F>
 struct as_blocks<BlockCyclic<N, B, F>> {
   using type = Split<N>;
 };
+template <fixed_string... N>
+struct as_blocks<SplitFirstLarger<N...>> {
+  using type = Split<N...>;
+};
 /// A sharding with its block-cyclic dimensions as blocks over the same axes (NaturalOutput stays).
 template <typename Sh>
 struct blocks_of {
@@ -174,6 +178,10 @@ struct back_to_cyclic {
 template <fixed_string N, std::int64_t B, int F>
 struct back_to_cyclic<Split<N>, BlockCyclic<N, B, F>> {
   using type = BlockCyclic<N, B, F>;
+};
+template <fixed_string... N>
+struct back_to_cyclic<Split<N...>, SplitFirstLarger<N...>> {
+  using type = SplitFirstLarger<N...>;
 };
 /// The natural output of a product of block-cyclic operands: the block plan's natural output,
 /// its rows block-cyclic as A's rows where they keep A's row axis, its columns as B's columns.
@@ -208,7 +216,7 @@ namespace detail {
 /// NB], C = [r cyclic MB (A's first row block), c cyclic NB (B's first column block)].
 template <typename ShA, typename ShB, typename ShC>
 constexpr bool aligned_block_cyclic() {
-  if constexpr (!has_block_cyclic_v<ShA> || !has_block_cyclic_v<ShB> || !is_tensor_sharding_v<ShC>) {
+  if constexpr (!has_redistributed_v<ShA> || !has_redistributed_v<ShB> || !is_tensor_sharding_v<ShC>) {
     return false;
   } else if constexpr (ShA::rank != 2 || ShB::rank != 2 || ShC::rank != 2 || ShC::is_partial) {
     return false;
@@ -378,6 +386,28 @@ auto block_cyclic_matmul(const A& a, const B& b) {
   }
 }
 
+/// Whether a product with these shardings goes through block_cyclic_matmul_plan: an operand or
+/// C is BlockCyclic or SplitFirstLarger.
+template <typename ShA, typename ShB, typename ShC>
+inline constexpr bool redistributed_product_v =
+    has_redistributed_v<ShA> || has_redistributed_v<ShB> || has_redistributed_v<ShC>;
+
+/// gemm and matmul_into where redistributed_product_v holds: the product as matmul computes it
+/// (block_cyclic_matmul_plan, C's sharding the requested one), then combined into C's block
+/// (one pass over it; beta = 0 never reads C). C may overlap A or B: it is written last.
+template <typename Variant, typename A, typename B, typename C>
+void redistributed_gemm(const char* operation, typename A::scalar_type alpha, const A& a, const B& b,
+                        typename A::scalar_type beta, C& c) {
+  using Scalar = typename A::scalar_type;
+  using Plan = block_cyclic_matmul_plan<typename A::mesh_type, typename A::sharding, typename B::sharding,
+                                        typename C::sharding, Variant>;
+  check_operands<Plan>(operation, a, b, &c);
+  const auto product = block_cyclic_matmul<typename C::sharding, Variant>(a, b);
+  auto&& into = c.local();
+  if (beta == Scalar(0)) into = alpha * product.local();
+  else into = alpha * product.local() + beta * into;
+}
+
 }  // namespace detail
 
 /// C = A * B. ShC: NaturalOutput (C = [am, bn]) or a requested TensorSharding.
@@ -387,7 +417,7 @@ template <typename ShC = NaturalOutput, typename Scalar, MeshType M, typename Sh
           int OB, typename WB, detail::MatmulVariant Variant = variant::Standard>
 auto matmul(const ShardedMatrix<Scalar, M, ShA, OA, WA>& a, const ShardedMatrix<Scalar, M, ShB, OB, WB>& b,
             Variant = {}) {
-  if constexpr (detail::has_block_cyclic_v<ShA> || detail::has_block_cyclic_v<ShB>) {
+  if constexpr (detail::redistributed_product_v<ShA, ShB, ShC>) {
     return detail::block_cyclic_matmul<ShC, Variant>(a, b);
   } else {
   using Plan = matmul_plan<M, ShA, ShB, ShC, Variant>;
@@ -430,7 +460,9 @@ template <typename Scalar, MeshType M, typename ShA, int OA, typename WA, typena
 void matmul_into(ShardedMatrix<Scalar, M, ShC, OC>& c, const ShardedMatrix<Scalar, M, ShA, OA, WA>& a,
                  const ShardedMatrix<Scalar, M, ShB, OB, WB>& b, Variant = {}) {
   using Plan = matmul_plan<M, ShA, ShB, ShC, Variant>;
-  if constexpr (Plan::compiles) {
+  if constexpr (detail::redistributed_product_v<ShA, ShB, ShC>) {
+    detail::redistributed_gemm<Variant>("shardwise::matmul_into", Scalar(1), a, b, Scalar(0), c);
+  } else if constexpr (Plan::compiles) {
     detail::check_operands<Plan>("shardwise::matmul_into", a, b, &c);
     const bool aliased = detail::blocks_overlap(c, a) || detail::blocks_overlap(c, b);
     if (!aliased) return detail::run_matmul<Plan>(c, a, b);
@@ -467,7 +499,9 @@ template <typename Scalar, MeshType M, typename ShA, int OA, typename WA, typena
 void matmul_into(ShardedMatrix<Scalar, M, ShC, OC, View> c, const ShardedMatrix<Scalar, M, ShA, OA, WA>& a,
                  const ShardedMatrix<Scalar, M, ShB, OB, WB>& b, Variant = {}) {
   using Plan = matmul_plan<M, ShA, ShB, ShC, Variant>;
-  if constexpr (Plan::compiles) {
+  if constexpr (detail::redistributed_product_v<ShA, ShB, ShC>) {
+    detail::redistributed_gemm<Variant>("shardwise::matmul_into", Scalar(1), a, b, Scalar(0), c);
+  } else if constexpr (Plan::compiles) {
     detail::check_operands<Plan>("shardwise::matmul_into", a, b, &c);
     const bool aliased = detail::blocks_overlap(c, a) || detail::blocks_overlap(c, b);
     if (detail::contiguous_block(c) && !aliased) return detail::run_matmul_into<Plan, OC>(c.data(), a, b);
@@ -491,7 +525,9 @@ void gemm(std::type_identity_t<Scalar> alpha, const ShardedMatrix<Scalar, M, ShA
           const ShardedMatrix<Scalar, M, ShB, OB, WB>& b, std::type_identity_t<Scalar> beta,
           ShardedMatrix<Scalar, M, ShC, OC>& c, Variant = {}) {
   using Plan = matmul_plan<M, ShA, ShB, ShC, Variant>;
-  if constexpr (Plan::compiles) {
+  if constexpr (detail::redistributed_product_v<ShA, ShB, ShC>) {
+    detail::redistributed_gemm<Variant>("shardwise::gemm", alpha, a, b, beta, c);
+  } else if constexpr (Plan::compiles) {
     detail::check_operands<Plan>("shardwise::gemm", a, b, &c);
     const bool aliased = detail::blocks_overlap(c, a) || detail::blocks_overlap(c, b);
     if (!aliased) return detail::run_matmul<Plan>(c, a, b, alpha, beta);
@@ -511,7 +547,9 @@ void gemm(std::type_identity_t<Scalar> alpha, const ShardedMatrix<Scalar, M, ShA
           const ShardedMatrix<Scalar, M, ShB, OB, WB>& b, std::type_identity_t<Scalar> beta,
           ShardedMatrix<Scalar, M, ShC, OC, View> c, Variant = {}) {
   using Plan = matmul_plan<M, ShA, ShB, ShC, Variant>;
-  if constexpr (Plan::compiles) {
+  if constexpr (detail::redistributed_product_v<ShA, ShB, ShC>) {
+    detail::redistributed_gemm<Variant>("shardwise::gemm", alpha, a, b, beta, c);
+  } else if constexpr (Plan::compiles) {
     detail::check_operands<Plan>("shardwise::gemm", a, b, &c);
     const bool aliased = detail::blocks_overlap(c, a) || detail::blocks_overlap(c, b);
     if (detail::contiguous_block(c) && !aliased) return detail::run_matmul_into<Plan, OC>(c.data(), a, b, alpha, beta);

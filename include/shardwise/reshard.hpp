@@ -35,8 +35,8 @@ auto reshard(const DistributedArray<Scalar, M, From, L, W>& x) {
   using Result = DistributedArray<Scalar, M, To, detail::resharded_layout_t<L, To, OrderTo>>;
   x.agree("shardwise::reshard");
   Result result(x.groups(), x.extents(), detail::uninitialized);
-  if constexpr (Source::block_cyclic || Result::block_cyclic) {
-    // To or from ScaLAPACK's layout: a redistribution (kernels/redistribute.hpp), its bytes
+  if constexpr (Source::redistributed || Result::redistributed) {
+    // To or from a BlockCyclic or SplitFirstLarger sharding: a redistribution (kernels/redistribute.hpp), its bytes
     // reshard_traffic's.
     static_assert(!From::is_partial, "shardwise::reshard: a Partial array goes to a block-cyclic sharding after "
                                      "its sum: reduce() it first");
@@ -53,13 +53,13 @@ auto reshard(const DistributedArray<Scalar, M, From, L, W>& x) {
 }
 
 /// The bytes and messages this rank sends in reshard<To>(x): the reshard plan's model, or for a
-/// block-cyclic source or target the redistribution's (kernels/redistribute.hpp).
+/// BlockCyclic or SplitFirstLarger source or target the redistribution's (kernels/redistribute.hpp).
 template <TensorShardingType To, typename Scalar, MeshType M, typename From, typename L, typename W>
 Traffic reshard_traffic(const DistributedArray<Scalar, M, From, L, W>& x) {
   using Source = DistributedArray<Scalar, M, From, L, W>;
   using Result = DistributedArray<Scalar, M, To, detail::resharded_layout_t<L, To>>;
   const auto bytes = static_cast<std::int64_t>(sizeof(Scalar));
-  if constexpr (Source::block_cyclic || Result::block_cyclic)
+  if constexpr (Source::redistributed || Result::redistributed)
     return detail::redistribution_traffic(Source::own_placement(), Result::own_placement(), x.global_extents(),
                                           x.groups().geometry(), bytes);
   else

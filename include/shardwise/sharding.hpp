@@ -42,6 +42,21 @@ struct Split {
   static constexpr detail::static_vector<std::string_view, max_mesh_axes> axes{Names.view()...};
 };
 
+/// A dimension cut into blocks over mesh axes as Split is, with the other remainder convention:
+/// the first n mod p parts hold one element more (10 over 4: 3, 3, 2, 2), the layout of PETSc
+/// (PETSC_DECIDE) and of most MPI codes' own arrays, so that such a code wraps its buffers as
+/// they are. Over several axes the parts are numbered as Split's, the first axis major. The
+/// planner plans with Split's blocks (they nest; these do not), so a product of such arrays
+/// moves the few elements that differ first, as planned and counted steps (see
+/// block_cyclic_matmul_plan), and gives C back in this convention where C keeps their axes.
+template <fixed_string... Names>
+struct SplitFirstLarger {
+  static_assert(sizeof...(Names) > 0,
+                "shardwise::SplitFirstLarger<> names no axis; write Replicated for a dimension that is not split");
+  /// The axes cutting the dimension, major first.
+  static constexpr detail::static_vector<std::string_view, max_mesh_axes> axes{Names.view()...};
+};
+
 namespace detail {
 /// BlockCyclic's checks, one error for the first bad argument. They sit in a function so that a
 /// failed one leaves BlockCyclic itself valid: clang++ would otherwise mark the class invalid and
@@ -89,6 +104,14 @@ template <typename T> inline constexpr bool is_dim_sharding_v = false;
 template <> inline constexpr bool is_dim_sharding_v<Replicated> = true;
 template <fixed_string... N> inline constexpr bool is_dim_sharding_v<Split<N...>> = true;
 template <fixed_string N, std::int64_t B, int F> inline constexpr bool is_dim_sharding_v<BlockCyclic<N, B, F>> = true;
+template <fixed_string... N> inline constexpr bool is_dim_sharding_v<SplitFirstLarger<N...>> = true;
+
+/// How a dimension is placed beyond its axes (array_cycles' block, see layout.hpp): BlockCyclic's
+/// block size, first_larger_parts for SplitFirstLarger, 0 for Split's blocks and Replicated.
+inline constexpr std::int64_t first_larger_parts = -1;
+template <typename T> inline constexpr std::int64_t dim_cycle_v = 0;
+template <fixed_string N, std::int64_t B, int F> inline constexpr std::int64_t dim_cycle_v<BlockCyclic<N, B, F>> = B;
+template <fixed_string... N> inline constexpr std::int64_t dim_cycle_v<SplitFirstLarger<N...>> = first_larger_parts;
 
 template <typename T> inline constexpr bool is_block_cyclic_v = false;
 template <fixed_string N, std::int64_t B, int F> inline constexpr bool is_block_cyclic_v<BlockCyclic<N, B, F>> = true;
@@ -127,7 +150,7 @@ template <typename... Params>
 struct TensorSharding {
   static_assert(((detail::is_dim_sharding_v<Params> || detail::is_partial_v<Params>) && ...),
                 "shardwise::TensorSharding: every parameter must be Replicated, Split<\"axis\", ...>, "
-                "BlockCyclic<\"axis\", NB> or Partial<\"axis\", ...>");
+                "SplitFirstLarger<\"axis\", ...>, BlockCyclic<\"axis\", NB> or Partial<\"axis\", ...>");
   static_assert(detail::partial_only_last<Params...>(),
                 "shardwise::TensorSharding: at most one Partial<...>, and it must come last, after the "
                 "dimension shardings");
@@ -152,13 +175,13 @@ struct TensorSharding {
     return result;
   }();
 
-  /// Per dimension, the block size of a BlockCyclic dimension (0 for Replicated and Split).
+  /// Per dimension, the block size of a BlockCyclic dimension, detail::first_larger_parts (-1)
+  /// for SplitFirstLarger, 0 for Replicated and Split.
   static constexpr std::array<std::int64_t, rank> dim_cycle = [] {
     std::array<std::int64_t, rank> result{};
     [[maybe_unused]] std::size_t i = 0;
     ((void)[&] {
-      if constexpr (detail::is_block_cyclic_v<Params>) result[i++] = Params::block;
-      else if constexpr (detail::is_dim_sharding_v<Params>) ++i;
+      if constexpr (detail::is_dim_sharding_v<Params>) result[i++] = detail::dim_cycle_v<Params>;
     }(), ...);
     return result;
   }();
@@ -172,8 +195,9 @@ struct TensorSharding {
     }(), ...);
     return result;
   }();
-  /// Whether a dimension is BlockCyclic.
-  static constexpr bool is_block_cyclic = (detail::is_block_cyclic_v<Params> || ...);
+  /// Whether a dimension is BlockCyclic or SplitFirstLarger: placed otherwise than the blocks
+  /// the planner plans with, so reached from them by a redistribution.
+  static constexpr bool is_redistributed = ((detail::dim_cycle_v<Params> != 0) || ...);
 
   /// Axis names of the pending sum (empty when there is none).
   static constexpr detail::name_list partial_axes = [] {
@@ -189,6 +213,7 @@ struct TensorSharding {
       if (d) text.append(", ");
       text.append(detail::axes_text(dim_axes[d]));
       if (dim_cycle[d] > 0) text.append(detail::cat(" cyclic ", std::to_string(dim_cycle[d])));
+      if (dim_cycle[d] == detail::first_larger_parts) text.append(" first larger");
     }
     text.append("]");
     if (is_partial) text.append(detail::cat(" + Partial(", detail::axes_text(partial_axes), ")"));
@@ -202,9 +227,10 @@ template <typename... P> inline constexpr bool is_tensor_sharding_v<TensorShardi
 }  // namespace detail
 
 namespace detail {
-/// Whether T is a TensorSharding with a BlockCyclic dimension (false for anything else).
-template <typename T> inline constexpr bool has_block_cyclic_v = false;
-template <typename... P> inline constexpr bool has_block_cyclic_v<TensorSharding<P...>> = TensorSharding<P...>::is_block_cyclic;
+/// Whether T is a TensorSharding with a BlockCyclic or SplitFirstLarger dimension (false for
+/// anything else).
+template <typename T> inline constexpr bool has_redistributed_v = false;
+template <typename... P> inline constexpr bool has_redistributed_v<TensorSharding<P...>> = TensorSharding<P...>::is_redistributed;
 }  // namespace detail
 
 /// Satisfied by every TensorSharding<...> type.
@@ -284,6 +310,10 @@ template <MeshType M, typename Param>
 struct checked_axis_names {};  // Replicated
 template <MeshType M, fixed_string... Names>
 struct checked_axis_names<M, Split<Names...>> {
+  static_assert(((sizeof(checked_axis_name<M, Names>) > 0) && ...));
+};
+template <MeshType M, fixed_string... Names>
+struct checked_axis_names<M, SplitFirstLarger<Names...>> {
   static_assert(((sizeof(checked_axis_name<M, Names>) > 0) && ...));
 };
 template <MeshType M, fixed_string Name, std::int64_t B, int F>

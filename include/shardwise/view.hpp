@@ -13,8 +13,9 @@
 //
 // The block a rank holds is the one the sharding gives it: sw::local_extents_of<A_t>(groups,
 // {m, k}) and sw::local_offsets_of say which (Split<...>: part i of n over p parts starts at
-// floor(i n / p): the extra elements are spread over the later parts), and the view checks the caller's
-// local extents against it on every rank.
+// floor(i n / p): the extra elements are spread over the later parts; SplitFirstLarger<...>: the
+// first n mod p parts one larger, PETSc's blocks), and the view checks the caller's local extents
+// against it on every rank.
 //
 // A view is a DistributedArray (shardwise/distributed_array.hpp) whose ownership is View
 // (writable) or ConstView: the same global extents, sharding, layout and groups as the owning

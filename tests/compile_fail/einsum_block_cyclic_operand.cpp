@@ -1,5 +1,5 @@
 // einsum does not plan block-cyclic operands: the message names the reshard that fixes it.
-// expect: shardwise::einsum: an operand is block-cyclic (BlockCyclic<...>), which einsum does not plan; reshard it to blocks first
+// expect: shardwise::einsum: an operand is BlockCyclic<...> or SplitFirstLarger<...>, which einsum does not plan; reshard it to blocks first
 #include "shardwise/einsum.hpp"
 namespace sw = shardwise;
 using Grid = sw::Mesh<sw::Axis<"r", 2>, sw::Axis<"c", 2>>;

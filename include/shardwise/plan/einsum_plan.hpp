@@ -446,9 +446,9 @@ inline constexpr std::string_view einsum_error_v =
 template <fixed_string Spec, MeshType M, typename ShA, typename ShB, typename ShC = NaturalOutput,
           typename Variant = variant::Standard>
 struct einsum_plan {
-  static_assert(!detail::has_block_cyclic_v<ShA> && !detail::has_block_cyclic_v<ShB>,
-                "shardwise::einsum: an operand is block-cyclic (BlockCyclic<...>), which einsum does not plan; "
-                "reshard it to blocks first, e.g. sw::reshard<TensorSharding<Split<\"r\">, Split<\"c\">>>(a)");
+  static_assert(!detail::has_redistributed_v<ShA> && !detail::has_redistributed_v<ShB>,
+                "shardwise::einsum: an operand is BlockCyclic<...> or SplitFirstLarger<...>, which einsum does not "
+                "plan; reshard it to blocks first, e.g. sw::reshard<TensorSharding<Split<\"r\">, Split<\"c\">>>(a)");
  private:
   using checks = detail::einsum_checks<Spec, M, ShA, ShB, ShC, Variant>;
   static_assert(sizeof(detail::checked_einsum_names<checks::shapes_ok, M, ShA>) > 0 &&

@@ -160,9 +160,10 @@ struct matmul_plan {
   static_assert(detail::matrix_output_request<ShC>,
                 "shardwise::matmul: the requested sharding of C must have two dimensions, "
                 "TensorSharding<rows, columns> (a Partial<...> may follow them): C = A * B is a matrix");
-  static_assert(!ShA::is_block_cyclic && !ShB::is_block_cyclic,
-                "shardwise::matmul_plan: plans are for block shardings; sw::matmul multiplies BlockCyclic operands "
-                "by redistributing them to blocks (block_cyclic_matmul_plan says what that costs)");
+  static_assert(!ShA::is_redistributed && !ShB::is_redistributed,
+                "shardwise::matmul_plan: plans are for block shardings; sw::matmul multiplies BlockCyclic and "
+                "SplitFirstLarger operands by redistributing them to blocks (block_cyclic_matmul_plan says what "
+                "that costs)");
 
  private:
   // Completing the checkers reports a bad sharding once, with its own message.

@@ -122,9 +122,10 @@ struct reshard_plan {
  private:
   static_assert(From::rank == To::rank, "shardwise::reshard: the target sharding has another number of dimensions "
                                         "than the source; a reshard keeps the tensor's shape");
-  static_assert(!From::is_block_cyclic && !To::is_block_cyclic,
+  static_assert(!From::is_redistributed && !To::is_redistributed,
                 "shardwise::reshard_plan: the steps are for block shardings; an array goes to or from a "
-                "BlockCyclic sharding by a redistribution, which sw::reshard runs (its bytes: sw::reshard_traffic)");
+                "BlockCyclic or SplitFirstLarger sharding by a redistribution, which sw::reshard runs (its bytes: "
+                "sw::reshard_traffic)");
   static constexpr bool valid = detail::checked_sharding<M, From, From::rank>::value &&
                                 detail::checked_sharding<M, To, To::rank>::value;
   static constexpr detail::tensor_axes from_axes = [] {
