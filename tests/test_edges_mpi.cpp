@@ -119,6 +119,28 @@ TEST(OneRankOnly, TransposedViewOfAMatrixMovedFrom) {
           on_last_rank());
 }
 
+TEST(OneRankOnly, AdjointOfAComplexMatrixMovedFrom) {
+  // A complex adjoint is an owning matrix made locally: of an unusable matrix an unusable one.
+  using Complex = sw::ShardedMatrix<std::complex<double>, Line, Rows>;
+  const auto groups = line_groups();
+  Complex a(groups, 8, 9);
+  const Complex b(groups, 8, 6);
+  std::optional<Complex> taken;
+  if (on_last()) taken.emplace(std::move(a));
+  const auto ah = sw::adjoint(a);  // NOLINT(bugprone-use-after-move): the point
+  EXPECT_EQ(ah.valid(), !on_last());
+  expect_same_error_on_every_rank<std::logic_error>(
+      MPI_COMM_WORLD, [&] { (void)sw::matmul(ah, b); },
+      "shardwise::matmul: A was moved from (it no longer holds a block); use the matrix it was moved into" +
+          on_last_rank());
+  // Released on one rank: the same, with release()'s words.
+  Complex c(groups, 8, 9);
+  if (on_last()) static_cast<void>(std::move(c).release());
+  const auto ch = sw::adjoint(c);
+  expect_same_error_on_every_rank<std::logic_error>(MPI_COMM_WORLD, [&] { (void)sw::matmul(ch, b); },
+                                                    "shardwise::matmul: A was released" );
+}
+
 TEST(OneRankOnly, NormDotAndAxpyOfAVectorMovedFrom) {
   const auto groups = line_groups();
   Vec x(groups, {9});

@@ -322,10 +322,18 @@ auto adjoint(const X& x) {
   if constexpr (!detail::is_complex_v<Scalar>) {
     return transposed(x);
   } else {
-    x.check_valid("shardwise::adjoint", "the matrix");
     using Sh = typename detail::transposed_sharding<typename X::sharding>::type;
     constexpr int order = X::storage_order == Eigen::RowMajor ? Eigen::ColMajor : Eigen::RowMajor;
+    if (!x.groups()) x.check_valid("shardwise::adjoint", "the matrix");  // bound to no groups: nothing to agree over
     ShardedMatrix<Scalar, typename X::mesh_type, Sh, order> result(x.groups(), x.cols(), x.rows(), detail::uninitialized);
+    if (!x.valid()) {
+      // Local, like transposed: of an unusable matrix an unusable one (released or moved from as
+      // x was), which the next collective operation refuses on every rank; throwing here would
+      // be this rank's error alone while the others wait in that operation.
+      if (x.released()) static_cast<void>(std::move(result).release());
+      else static_cast<void>(decltype(result)(std::move(result)));
+      return result;
+    }
     // The adjoint of a block in one order, stored in the other: the same memory layout, conjugated.
     result.local().noalias() = x.local().adjoint();
     return result;
