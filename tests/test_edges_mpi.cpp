@@ -76,6 +76,24 @@ TEST(OneRankOnly, EinsumOfATensorMovedFrom) {
           on_last_rank());
 }
 
+TEST(OneRankOnly, EinsumOfOperandsWithOtherDimensions) {
+  // The last rank contracts a 3-D tensor where the others contract a matrix: each rank's
+  // agreement has another number of values, and it is still every rank's one error.
+  const auto groups = line_groups();
+  const Tensor3 x(groups, {9, 3, 4});
+  const sw::ShardedTensor<double, Line, sw::TensorSharding<sw::Split<"p">, sw::Replicated>> y(groups, {9, 4});
+  const Tensor2 w(groups, {4, 5});
+  expect_same_error_on_every_rank<std::invalid_argument>(
+      MPI_COMM_WORLD,
+      [&] {
+        if (on_last()) (void)sw::einsum<"bsm,mh->bsh">(x, w);
+        else (void)sw::einsum<"bm,mh->bh">(y, w);
+      },
+      "shardwise::einsum: the extents of A and B differ across ranks (every rank must pass the same): the operands "
+      "have other types or dimensions on some ranks (the call agrees on 5 values on " + all_but_last() + ", 6 on rank " +
+          std::to_string(last()) + ")");
+}
+
 TEST(OneRankOnly, GemmIntoAReleasedC) {
   const auto groups = line_groups();
   const sw::ShardedMatrix<double, Line, Cols> a(groups, 9, 8);

@@ -74,6 +74,9 @@ class LocalProblem {
 
 namespace detail {
 
+/// The most values one agreement compares (an operation's extents, fingerprint, budget).
+inline constexpr std::size_t most_agreed_values = 16;
+
 /// Throws `problem` after "operation: ", as the exception its kind names.
 [[noreturn, gnu::cold, gnu::noinline]] SHARDWISE_DECL void throw_problem(std::string_view operation,
                                                                         const std::string& text,
@@ -158,20 +161,37 @@ inline constexpr std::string_view constructed_locally =
     std::string_view what, std::string_view names, std::string_view note)
 #if SHARDWISE_RUNTIME_DEFINITIONS  // else compiled once: see detail/separate_compilation.hpp
 {
-  const std::size_t n = values.size(), stride = n + 1, size = static_cast<std::size_t>(comm.size());
+  // Fixed-size records (rank, count, values padded): a rank that agrees on another number of
+  // values (other operand types) still sends what the others expect.
+  const std::size_t n = values.size(), stride = most_agreed_values + 2, size = static_cast<std::size_t>(comm.size());
   std::vector<std::int64_t> mine(stride), all(stride * size);
   mine[0] = world_rank >= 0 ? world_rank : comm.rank();
-  std::copy(values.begin(), values.end(), mine.begin() + 1);
+  mine[1] = static_cast<std::int64_t>(n);
+  std::copy(values.begin(), values.end(), mine.begin() + 2);
   comm.all_gather(std::span<const std::int64_t>(mine), std::span<std::int64_t>(all));
   std::string text(operation);
   text.append(": ").append(what).append(" differ across ranks (every rank must pass the same)");
   const char* separator = ": ";
+  std::vector<std::int64_t> counts;  // the distinct numbers of values, in the order of the first rank holding each
+  for (std::size_t r = 0; r < size; ++r)
+    if (std::find(counts.begin(), counts.end(), all[r * stride + 1]) == counts.end()) counts.push_back(all[r * stride + 1]);
+  if (counts.size() > 1) {
+    text.append(": the operands have other types or dimensions on some ranks (the call agrees on ");
+    for (std::size_t v = 0; v < counts.size(); ++v) {
+      std::vector<std::int64_t> holders;
+      for (std::size_t r = 0; r < size; ++r)
+        if (all[r * stride + 1] == counts[v]) holders.push_back(all[r * stride]);
+      text.append(v == 0 ? "" : ", ").append(std::to_string(counts[v])).append(v == 0 ? " values on " : " on ");
+      text.append(rank_ranges(std::move(holders)));
+    }
+    throw std::invalid_argument(text.append(")"));
+  }
   for (std::size_t i = 0; i < n; ++i) {
     // The distinct values of value i, in the order of the first rank holding each.
     std::vector<std::int64_t> distinct;
     for (std::size_t r = 0; r < size; ++r)
-      if (std::find(distinct.begin(), distinct.end(), all[r * stride + 1 + i]) == distinct.end())
-        distinct.push_back(all[r * stride + 1 + i]);
+      if (std::find(distinct.begin(), distinct.end(), all[r * stride + 2 + i]) == distinct.end())
+        distinct.push_back(all[r * stride + 2 + i]);
     if (distinct.size() < 2) continue;
     text.append(separator).append(value_name(names, i)).append(": ");
     separator = "; ";
@@ -179,7 +199,7 @@ inline constexpr std::string_view constructed_locally =
     for (std::size_t v = 0; v < distinct.size() && v < most_values; ++v) {
       std::vector<std::int64_t> holders;
       for (std::size_t r = 0; r < size; ++r)
-        if (all[r * stride + 1 + i] == distinct[v]) holders.push_back(all[r * stride]);
+        if (all[r * stride + 2 + i] == distinct[v]) holders.push_back(all[r * stride]);
       text.append(v == 0 ? "" : ", ").append(std::to_string(distinct[v])).append(" on ");
       text.append(rank_ranges(std::move(holders)));
     }
@@ -256,21 +276,25 @@ inline constexpr std::string_view constructed_locally =
     return;
   }
   // One max-reduction finds both the largest and (negated) the smallest of each value, and the
-  // lowest rank with a problem (as -rank; "none" is the lowest possible value).
-  constexpr std::size_t most = 16;
+  // lowest rank with a problem (as -rank; "none" is the lowest possible value). Its size is
+  // fixed, the number of values one of them: a rank whose operands have other types or
+  // dimensions (so another number of values) is a disagreement, not a mismatched collective.
+  constexpr std::size_t most = detail::most_agreed_values, width = most + 1;
   if (values.size() > most) throw std::logic_error("shardwise::agree_on_all_ranks: at most 16 values");
-  std::int64_t all[2 * most + 1];
+  std::int64_t all[2 * width + 1] = {};
   const std::size_t n = values.size();
   for (std::size_t i = 0; i < n; ++i) {
     all[i] = values[i];
-    all[n + i] = -values[i];
+    all[width + i] = -values[i];
   }
-  all[2 * n] = problem.found() ? -std::int64_t{comm.rank()} : std::numeric_limits<std::int64_t>::min();
-  comm.all_reduce(std::span<std::int64_t>(all, 2 * n + 1), ReduceOp::max);
-  if (all[2 * n] != std::numeric_limits<std::int64_t>::min())
-    detail::throw_first_problem(comm, static_cast<int>(-all[2 * n]), problem, operation, world_rank);
-  for (std::size_t i = 0; i < n; ++i)
-    if (all[i] != -all[n + i]) detail::throw_disagreement(comm, values, world_rank, operation, what, names, note);
+  all[most] = static_cast<std::int64_t>(n);
+  all[width + most] = -static_cast<std::int64_t>(n);
+  all[2 * width] = problem.found() ? -std::int64_t{comm.rank()} : std::numeric_limits<std::int64_t>::min();
+  comm.all_reduce(std::span<std::int64_t>(all, 2 * width + 1), ReduceOp::max);
+  if (all[2 * width] != std::numeric_limits<std::int64_t>::min())
+    detail::throw_first_problem(comm, static_cast<int>(-all[2 * width]), problem, operation, world_rank);
+  for (std::size_t i = 0; i < width; ++i)
+    if (all[i] != -all[width + i]) detail::throw_disagreement(comm, values, world_rank, operation, what, names, note);
 }
 #else
 ;
