@@ -9,7 +9,10 @@
 // adds the panels' product to its block of C. No redistribution: the operands stay in their
 // column-major local arrays (any leading dimension); a panel is packed only where its rows are
 // not contiguous (B's, or A's under a leading dimension larger than its rows) before it is sent.
-// cyclic_summa_traffic() is its model, from the same panels.
+// cyclic_summa_traffic() is its model, from the same panels. Given how many of C's rows each
+// grid row holds and how many columns each grid column holds (cyclic_holders), a panel is sent
+// only where a rank other than its root multiplies it (sub(C) on a few processes, as in a tiny
+// ScaLAPACK call: no panel goes to a rank that holds no part of C).
 #pragma once
 
 #include <algorithm>
@@ -57,16 +60,35 @@ struct cyclic_panels {
   }
 };
 
+/// C's rows held by each grid row and columns held by each grid column (empty: every rank
+/// holds some): who multiplies a panel.
+struct cyclic_holders {
+  std::span<const std::int64_t> rows, columns;
+
+  /// Whether a rank of the grid row (column) other than `root` multiplies A's (B's) panels.
+  [[nodiscard]] static bool others(std::span<const std::int64_t> extents, int root) {
+    if (extents.empty()) return true;
+    for (std::size_t i = 0; i < extents.size(); ++i)
+      if (static_cast<int>(i) != root && extents[i] > 0) return true;
+    return false;
+  }
+  [[nodiscard]] bool a_sent(int root) const { return others(columns, root); }
+  [[nodiscard]] bool b_sent(int root) const { return others(rows, root); }
+};
+
 /// Bytes and messages the rank at (row, column) of the grid sends in cyclic_summa: the two
 /// broadcasts of every panel (chain broadcasts, as the counting communicator counts them), for
 /// a block of C of `local_rows` x `local_cols`.
 inline Traffic cyclic_summa_traffic(const cyclic_panels& panels, int row, int column, std::int64_t local_rows,
-                                    std::int64_t local_cols, std::int64_t scalar_bytes) {
+                                    std::int64_t local_cols, std::int64_t scalar_bytes,
+                                    const cyclic_holders& holders = {}) {
   Traffic t;
   for (std::int64_t p = 0; p < panels.count(); ++p) {
     const std::int64_t w = panels.width(p);
-    t += chain_broadcast_traffic(local_rows * w, panels.columns, column, panels.a_root(p), scalar_bytes);
-    t += chain_broadcast_traffic(w * local_cols, panels.rows, row, panels.b_root(p), scalar_bytes);
+    if (holders.a_sent(panels.a_root(p)))
+      t += chain_broadcast_traffic(local_rows * w, panels.columns, column, panels.a_root(p), scalar_bytes);
+    if (holders.b_sent(panels.b_root(p)))
+      t += chain_broadcast_traffic(w * local_cols, panels.rows, row, panels.b_root(p), scalar_bytes);
   }
   return t;
 }
@@ -74,12 +96,12 @@ inline Traffic cyclic_summa_traffic(const cyclic_panels& panels, int row, int co
 /// C (local_rows x local_cols, column-major, leading dimension ldc) = A B: A's local array at
 /// `a` (local_rows x its local k, leading dimension lda), B's at `b` (its local k x local_cols,
 /// ldb), over the groups along the grid's row axes (`row_axes`, which deal C's rows) and column
-/// axes. Collective over the grid.
+/// axes; with `holders`, a panel goes only to ranks that multiply it. Collective over the grid.
 template <typename Scalar>
 void cyclic_summa(group_mesh_state& groups, const axis_list& row_axes, const axis_list& column_axes,
                   const cyclic_panels& panels, const Scalar* a, std::int64_t lda, const Scalar* b, std::int64_t ldb,
                   Scalar* c, std::int64_t ldc, std::int64_t local_rows, std::int64_t local_cols,
-                  std::vector<Scalar>& a_buffer, std::vector<Scalar>& b_buffer) {
+                  std::vector<Scalar>& a_buffer, std::vector<Scalar>& b_buffer, const cyclic_holders& holders = {}) {
   AnyCommunicator& along_row = groups.group_along(column_axes);  // the ranks of one grid row: A's panels
   AnyCommunicator& along_column = groups.group_along(row_axes);  // of one grid column: B's panels
   const int column = along_row.rank(), row = along_column.rank();
@@ -96,7 +118,7 @@ void cyclic_summa(group_mesh_state& groups, const axis_list& row_axes, const axi
       else
         for (std::int64_t j = 0; j < w; ++j) std::copy_n(first + j * lda, local_rows, a_buffer.data() + j * local_rows);
     }
-    if (along_row.size() > 1)
+    if (along_row.size() > 1 && holders.a_sent(panels.a_root(p)))
       along_row.broadcast(std::span<Scalar>(a_panel, static_cast<std::size_t>(local_rows * w)), panels.a_root(p));
     // B's panel: w x local_cols, packed column-major (its rows are not contiguous in B).
     b_buffer.resize(static_cast<std::size_t>(std::max<std::int64_t>(1, w * local_cols)));
@@ -104,7 +126,7 @@ void cyclic_summa(group_mesh_state& groups, const axis_list& row_axes, const axi
       const Scalar* first = b + panels.b_offset(p);
       for (std::int64_t j = 0; j < local_cols; ++j) std::copy_n(first + j * ldb, w, b_buffer.data() + j * w);
     }
-    if (along_column.size() > 1)
+    if (along_column.size() > 1 && holders.b_sent(panels.b_root(p)))
       along_column.broadcast(std::span<Scalar>(b_buffer.data(), static_cast<std::size_t>(w * local_cols)),
                              panels.b_root(p));
     if (local_rows > 0 && local_cols > 0)

@@ -228,6 +228,7 @@ struct pgemm_workspace {
   std::vector<Scalar> send, receive, a, b, c, partial;
   std::vector<std::int64_t> send_elements, receive_elements;  ///< per rank, before set_counts
   std::vector<int> send_counts, send_offsets, receive_counts, receive_offsets;
+  std::vector<std::int64_t> held_rows, held_cols;  ///< the in-place SUMMA's cyclic_holders
 };
 
 template <typename Scalar>
@@ -550,6 +551,19 @@ inline std::pair<std::int64_t, std::int64_t> local_run(const BlockCyclicDim& d, 
   return {start, held_below(d, p, first + count) - start};
 }
 
+/// The in-place SUMMA's holders: sub(C)'s rows on each grid row (sub(A)'s) and its columns on
+/// each grid column (sub(B)'s), kept in w.
+template <typename Scalar>
+shardwise::detail::cyclic_holders in_place_holders(const Descriptor& da, int ia, std::int64_t m, const Descriptor& db,
+                                                   int jb, std::int64_t n, const Grid& grid,
+                                                   pgemm_workspace<Scalar>& w) {
+  w.held_rows.resize(static_cast<std::size_t>(grid.rows));
+  w.held_cols.resize(static_cast<std::size_t>(grid.cols));
+  for (int r = 0; r < grid.rows; ++r) w.held_rows[static_cast<std::size_t>(r)] = local_run(da.row_dim(grid), r, ia - 1, m).second;
+  for (int c = 0; c < grid.cols; ++c) w.held_cols[static_cast<std::size_t>(c)] = local_run(db.col_dim(grid), c, jb - 1, n).second;
+  return {w.held_rows, w.held_cols};
+}
+
 /// Why an argument is out of ScaLAPACK's rules on this rank (empty: none). With `lld` false,
 /// without the one check whose verdict may differ between processes that pass the same
 /// arguments (LLD_ against this process's local rows).
@@ -690,10 +704,12 @@ void reduced_pgemm(std::int64_t m, std::int64_t n, std::int64_t k, Scalar alpha,
 /// The ways pgemm() computes a call that needs communication.
 enum class way : int { in_place, reduced, redistributed };
 
-/// Each way's modeled traffic on this rank for one call (unavailable ways: `none`).
+/// Each way's modeled traffic on this rank for one call (unavailable ways: `none`), and the
+/// redistribution's plan alone (its figure in PgemmStats::plan_bytes).
 struct way_costs {
   static constexpr Traffic none{INT64_MAX / 4, INT64_MAX / 4};
   std::array<Traffic, 3> of{none, none, none};
+  Traffic plan;
 };
 
 /// The costs, by the call's arguments (but LLD_ and the contexts) and its plan: a client calls
@@ -791,8 +807,9 @@ PgemmOutcome pgemm(char transa, char transb, int m, int n, int k, Scalar alpha, 
   const BlockCyclicOperand<const Scalar*> sub_a{a, da.lld, ia - 1, ja - 1, da.row_dim(grid), da.col_dim(grid), opa};
   const BlockCyclicOperand<const Scalar*> sub_b{b, db.lld, ib - 1, jb - 1, db.row_dim(grid), db.col_dim(grid), opb};
   const shardwise::detail::operand_extents global = shardwise::detail::matmul_extents({.m = m, .k = k, .n = n});
+  auto& w = workspace<Scalar>();
   way_costs costs;
-  if (plan != nullptr && (in_place_possible || split.possible)) {
+  if (plan != nullptr) {
     const std::array<std::int64_t, 36> key{
         ranks, grid.rows, grid.cols, grid.row, grid.col, m, n, k, opa, opb, ia, ja, ib, jb, ic, jc, scalar_bytes,
         reinterpret_cast<std::intptr_t>(plan), da.m, da.n, da.mb, da.nb, da.rsrc, da.csrc, db.m, db.n, db.mb, db.nb,
@@ -805,22 +822,22 @@ PgemmOutcome pgemm(char transa, char transb, int m, int n, int k, Scalar alpha, 
         const auto rows = local_run(da.row_dim(grid), grid.row, ia - 1, m).second;
         const auto cols = local_run(db.col_dim(grid), grid.col, jb - 1, n).second;
         costs.of[0] = shardwise::detail::cyclic_summa_traffic(in_place_panels(k, da, ja, db, ib, grid), grid.row,
-                                                              grid.col, rows, cols, scalar_bytes);
+                                                              grid.col, rows, cols, scalar_bytes,
+                                                              in_place_holders(da, ia, m, db, jb, n, grid, w));
       }
       if (split.possible)
         costs.of[1] = reduction_traffic(sub_c.rows, sub_c.cols, grid.row, grid.col, Rect{ic - 1, jc - 1, m, n}, ranks,
                                         scalar_bytes);
       const MatmulChoice& choice = plan->planned.choice;
+      // The geometry without the plan's process groups: their making is collective, and a rank
+      // whose arguments are out of the rules models nothing.
+      costs.plan = shardwise::detail::schedule_traffic(
+          choice.plan.steps, choice.plan.start, global,
+          shardwise::detail::block_geometry(plan->cube, plan->cube.unravel(grid.row * grid.cols + grid.col)),
+          scalar_bytes, choice.panel_width);
       costs.of[2] = sent_to_rectangles(sub_a, grid, plan->rect_a, scalar_bytes) +
                     sent_to_rectangles(sub_b, grid, plan->rect_b, scalar_bytes) +
-                    sent_from_rectangles(sub_c, grid, plan->rect_c, scalar_bytes) +
-                    // The geometry without the plan's process groups: their making is collective,
-                    // and a rank whose arguments are out of the rules models nothing.
-                    shardwise::detail::schedule_traffic(
-                        choice.plan.steps, choice.plan.start, global,
-                        shardwise::detail::block_geometry(plan->cube,
-                                                          plan->cube.unravel(grid.row * grid.cols + grid.col)),
-                        scalar_bytes, choice.panel_width);
+                    sent_from_rectangles(sub_c, grid, plan->rect_c, scalar_bytes) + costs.plan;
       if (cache.size() >= 4096) cache.clear();
       cache.emplace(key, costs);
     }
@@ -867,14 +884,14 @@ PgemmOutcome pgemm(char transa, char transb, int m, int n, int k, Scalar alpha, 
       chosen = candidate;
   }
 
-  auto& w = workspace<Scalar>();
   if (chosen == way::in_place) {
     const auto [row0, rows] = local_run(da.row_dim(grid), grid.row, ia - 1, m);
     const auto [col0, cols] = local_run(db.col_dim(grid), grid.col, jb - 1, n);
     w.c.resize(static_cast<std::size_t>(std::max<std::int64_t>(1, rows * cols)));
     shardwise::detail::cyclic_summa<Scalar>(groups_for(grid.comm, Cube{grid.rows, grid.cols, 1}).state(), {0}, {1},
                                             in_place_panels(k, da, ja, db, ib, grid), a + row0, da.lld,
-                                            b + col0 * db.lld, db.lld, w.c.data(), rows, rows, cols, w.a, w.b);
+                                            b + col0 * db.lld, db.lld, w.c.data(), rows, rows, cols, w.a, w.b,
+                                            in_place_holders(da, ia, m, db, jb, n, grid, w));
     const bool read_c = beta != Scalar(0);
     for (std::int64_t j = 0; j < cols; ++j)
       for (std::int64_t i = 0; i < rows; ++i) {
@@ -895,7 +912,6 @@ PgemmOutcome pgemm(char transa, char transb, int m, int n, int k, Scalar alpha, 
     return {};
   }
 
-  const MatmulChoice& choice = plan->planned.choice;
   block_cyclic_to_blocks(sub_a, grid, plan->rect_a, w.a, w);
   block_cyclic_to_blocks(sub_b, grid, plan->rect_b, w.b, w);
   const Rect out = plan->rect_c[static_cast<std::size_t>(grid.row * grid.cols + grid.col)];
@@ -903,9 +919,7 @@ PgemmOutcome pgemm(char transa, char transb, int m, int n, int k, Scalar alpha, 
   ProcessGroupMesh<Cube>& groups = groups_for(grid.comm, plan->cube);
   shardwise::detail::executor<Scalar, true>(plan->program, groups.state(), global, {w.a.data(), w.b.data(), nullptr, w.c.data()})
       .run();
-  stats().plan_bytes += shardwise::detail::schedule_traffic(choice.plan.steps, choice.plan.start, global,
-                                                            groups.geometry(), scalar_bytes, choice.panel_width)
-                            .bytes;
+  stats().plan_bytes += costs.plan.bytes;
   blocks_to_block_cyclic(w.c, plan->rect_c, grid, sub_c, alpha, beta, w);
   ++stats().planned;
   return {};
