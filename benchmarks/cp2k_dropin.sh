@@ -169,7 +169,7 @@ run_cp2k() {  # DIR P MODE(plain|dropin)
   start=$(date +%s.%N)
   (cd "$1" && timeout "$timeout_s" mpiexec -n "$2" --oversubscribe --mca btl self,vader --mca pml ob1 \
     --mca btl_vader_single_copy_mechanism none -x OMP_NUM_THREADS -x OPENBLAS_NUM_THREADS "${extra[@]}" \
-    "$cp2k" -i in.inp >out 2>err) || rc=$?
+    "$cp2k" -i in.inp </dev/null >out 2>err) || rc=$?
   end=$(date +%s.%N)
   awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }' >"$1/wall"
   return $rc
@@ -181,7 +181,7 @@ status=0
 rows=()
 timing_rows=()
 warnings=()
-while read -r input type tolerance reference; do
+while read -r -u 3 input type tolerance reference; do
   [[ -z $input || $input == \#* ]] && continue
   [[ $input =~ $filter ]] || continue
   name=${input%.inp}
@@ -234,7 +234,9 @@ while read -r input type tolerance reference; do
     done
     unset value ok out
   done
-done <"$inputs_dir/TEST_FILES"
+done 3<"$inputs_dir/TEST_FILES"  # fd 3: mpiexec reads its stdin
+
+if ((${#rows[@]} == 0)); then echo "no input of $inputs_dir/TEST_FILES matches '$filter'" >&2; exit 1; fi
 
 # ---- the tables -----------------------------------------------------------------------------
 table_header="| input | P | value, plain | value, drop-in | rel. diff. | CP2K's reference (plain / drop-in) | p?gemm calls: computed (local), handed back | p?tran: computed, handed back | p?gemr2d: computed, handed back | cp_fm_gemm s, plain / drop-in | CP2K s, plain / drop-in |
