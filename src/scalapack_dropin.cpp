@@ -1,6 +1,7 @@
 // libshardwise_scalapack: ScaLAPACK's psgemm_, pdgemm_, pcgemm_ and pzgemm_ (also without the
 // underscore and in upper case), computed by shardwise (shardwise/scalapack/pgemm.hpp).
-// Also PBLAS's p?tran/p?tranu/p?tranc and ScaLAPACK's p?gemr2d (sections at the end of this file).
+// Also PBLAS's p?tran/p?tranu/p?tranc, ScaLAPACK's p?gemr2d, PBLAS's p?symm/p?hemm and
+// p?syrk/p?herk (sections at the end of this file).
 //
 // A program that calls p?gemm is switched over by linking, not by editing it: put this
 // library before ScaLAPACK,
@@ -16,7 +17,11 @@
 // A call that one process holds entirely (sub(A), sub(B) and sub(C) on the same process, e.g.
 // sub(C) a single block) is computed by that process alone, with no agreement across the ranks
 // (each decides from the arguments, which ScaLAPACK requires to be the same everywhere), as
-// PDGEMM does; the report counts these calls as "local".
+// PDGEMM does; the report counts these calls as "local". A call that needs communication
+// takes one small all-reduce before its own: the ranks' arguments agreed (ScaLAPACK checks
+// nothing across ranks; this is what refuses arguments that differ, with one reason
+// everywhere) together with each way's modeled cost, which decides the way per call (in place,
+// partial products summed for TRANSA/TRANSB 'T'/'C', or redistributed; see pgemm.hpp).
 //
 // Environment:
 //   SHARDWISE_PGEMM_REPORT=1       at exit, rank 0 of MPI_COMM_WORLD prints what its calls did
@@ -32,6 +37,7 @@
 #include "shardwise/scalapack/pgemm.hpp"
 #include "shardwise/scalapack/pgemr2d.hpp"
 #include "shardwise/scalapack/psymm.hpp"
+#include "shardwise/scalapack/psyrk.hpp"
 #include "shardwise/scalapack/ptran.hpp"
 
 namespace {
@@ -302,7 +308,8 @@ extern "C" long long shardwise_pgemr2d_fallbacks(void) { return static_cast<long
 // Hermitian: its triangle expanded into a full workspace, then pgemm(). Handed to the next
 // routine in link order (PBLAS's, which reports and aborts as it always has), and counted: a
 // process outside A's grid (PBLAS checks A's context first), a grid communicator numbered
-// otherwise, and what psymm() refuses. SHARDWISE_PGEMM_REPORT=1 prints a line for the routines.
+// otherwise, and what psymm() refuses. SHARDWISE_PGEMM_REPORT=1 prints a line for the routines
+// (their pgemm() calls count in the p?gemm line too).
 namespace {
 
 template <typename T>
@@ -311,6 +318,7 @@ using psymm_function = void (*)(const char*, const char*, const int*, const int*
                                 const int*, const int*, const int*);
 
 std::int64_t psymm_fallbacks = 0;
+std::int64_t psyrk_fallbacks = 0;
 int level3_report_rank = -1;
 
 void report_level3(const char* routines, const sc::Level3Stats& s, std::int64_t handed) {
@@ -335,6 +343,7 @@ sc::Level3Stats with_early_fallbacks(sc::Level3Stats s, std::int64_t handed) {
 void report_level3_routines() {
   if (level3_report_rank != 0) return;
   report_level3("p?symm/p?hemm", with_early_fallbacks(sc::psymm_stats(), psymm_fallbacks), psymm_fallbacks);
+  report_level3("p?syrk/p?herk", with_early_fallbacks(sc::psyrk_stats(), psyrk_fallbacks), psyrk_fallbacks);
 }
 
 void first_level3_call() {
@@ -408,3 +417,60 @@ SHARDWISE_PSYMM_ENTRIES(pzhemm, PZHEMM, std::complex<double>, true)
 
 /// p?symm/p?hemm calls of this process handed to ScaLAPACK's own routine (for tests and tools).
 extern "C" long long shardwise_psymm_fallbacks(void) { return static_cast<long long>(psymm_fallbacks); }
+
+// ---- p?syrk, p?herk (shardwise/scalapack/psyrk.hpp) ---------------------------------------------
+// The UPLO triangle of sub(C) := alpha op(sub(A)) op(sub(A))^T (^H) + beta sub(C) by pgemm() on
+// column panels into a workspace, then combined into the triangle. Handed over and counted as
+// p?symm.
+namespace {
+
+/// S: alpha's and beta's type (real for p?herk).
+template <typename T, typename S>
+using psyrk_function = void (*)(const char*, const char*, const int*, const int*, const S*, const T*, const int*,
+                                const int*, const int*, const S*, T*, const int*, const int*, const int*);
+
+template <typename T, typename S>
+void psyrk_dropin(const char* next_name, bool hermitian, const char* uplo, const char* trans, const int* n,
+                  const int* k, const S* alpha, const T* a, const int* ia, const int* ja, const int* desca,
+                  const S* beta, T* c, const int* ic, const int* jc, const int* descc) {
+  first_call();
+  first_level3_call();
+  std::string reason;
+  try {
+    if (const std::optional<sc::Grid> grid = level3_grid(desca, reason)) {
+      const sc::PgemmOutcome outcome = sc::psyrk<T>(hermitian, *uplo, *trans, *n, *k, T(*alpha), a, *ia, *ja, desca,
+                                                     T(*beta), c, *ic, *jc, descc, *grid);
+      if (outcome.result == sc::PgemmResult::computed) return;
+      reason = outcome.reason;
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "shardwise %s: %s\n", next_name, e.what());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  ++psyrk_fallbacks;
+  static const auto next = next_routine<psyrk_function<T, S>>(next_name, reason);
+  if (next != nullptr) next(uplo, trans, n, k, alpha, a, ia, ja, desca, beta, c, ic, jc, descc);
+}
+
+}  // namespace
+
+#define SHARDWISE_PSYRK_ENTRY(name, T, S, next, hermitian)                                                           \
+  extern "C" void name(const char* uplo, const char* trans, const int* n, const int* k, const S* alpha, const T* a, \
+                       const int* ia, const int* ja, const int* desca, const S* beta, T* c, const int* ic,          \
+                       const int* jc, const int* descc) {                                                           \
+    psyrk_dropin<T, S>(next, hermitian, uplo, trans, n, k, alpha, a, ia, ja, desca, beta, c, ic, jc, descc);        \
+  }
+#define SHARDWISE_PSYRK_ENTRIES(lower, upper, T, S, hermitian) \
+  SHARDWISE_PSYRK_ENTRY(lower##_, T, S, #lower "_", hermitian) \
+  SHARDWISE_PSYRK_ENTRY(lower, T, S, #lower "_", hermitian)    \
+  SHARDWISE_PSYRK_ENTRY(upper, T, S, #lower "_", hermitian)
+
+SHARDWISE_PSYRK_ENTRIES(pssyrk, PSSYRK, float, float, false)
+SHARDWISE_PSYRK_ENTRIES(pdsyrk, PDSYRK, double, double, false)
+SHARDWISE_PSYRK_ENTRIES(pcsyrk, PCSYRK, std::complex<float>, std::complex<float>, false)
+SHARDWISE_PSYRK_ENTRIES(pzsyrk, PZSYRK, std::complex<double>, std::complex<double>, false)
+SHARDWISE_PSYRK_ENTRIES(pcherk, PCHERK, std::complex<float>, float, true)
+SHARDWISE_PSYRK_ENTRIES(pzherk, PZHERK, std::complex<double>, double, true)
+
+/// p?syrk/p?herk calls of this process handed to ScaLAPACK's own routine (for tests and tools).
+extern "C" long long shardwise_psyrk_fallbacks(void) { return static_cast<long long>(psyrk_fallbacks); }
