@@ -1,11 +1,13 @@
 // The drop-in p?gemm against ScaLAPACK's, side by side in one run: C = op(A) B (pdgemm,
-// alpha 1, beta 0, whole matrices, NB x NB blocks from process (0, 0)). Two families:
-//   pgemm/n:N/nb:NB/grid:RxC/order:O/transa:T   square n x n x n on every grid of the world's
-//       ranks in row- and column-major grid order, with op 'N' (ScaLAPACK's aligned case: the
-//       drop-in computes in place) and 'T' (it redistributes A, B and C);
-//   pgemm_calls/m:M/n:N/k:K/nb:32/grid:Px1/order:R/transa:T   the calls a ScaLAPACK client
-//       makes, from tiny (C a single block: 23x23x23, 23x4x23, 16x16x104) to 104^3,
-//       128x128x736 with TRANSA = 'T' and 736^3, on the P x 1 grid (issue 39).
+// alpha 1, beta 0, whole matrices, NB x NB blocks from process (0, 0)). One table (issue 39),
+//   pgemm/m:M/n:N/k:K/nb:NB/grid:RxC/order:O/transa:T
+// the calls a ScaLAPACK client makes, from tiny (C a single block: 23x23x23, 23x4x23,
+// 16x16x104) through 104^3, CP2K's C^T S C (128x128x736, A and B tall) and 736^3 to 2048^3,
+// with TRANSA 'N' (ScaLAPACK's aligned case), 'T' and 'C' (A stored k x m), NB 32, 64 and 128,
+// on the P x 1 grid in row-major order and the 1 x P grid in column-major order (both grid
+// shapes, both BLACS orders); 2048^3 with 'N' and 'T', NB 32 and 128; and one 4096^3 call ('N',
+// NB 128, P x 1). Each shape runs a fixed number of calls (about 10^9 flops' worth, 3 to 1000),
+// so that the table takes a few minutes on 2 ranks.
 // Each iteration runs ScaLAPACK's pdgemm_ and then shardwise::scalapack::pgemm (the engine of
 // libshardwise_scalapack's pdgemm_) on the same descriptors, each timed as its slowest rank;
 // the benchmark's time is shardwise's, and
@@ -16,14 +18,17 @@
 //                  block-cyclic layout and the plan's, and the plan itself (the cost model's)
 //   in_place       the share of calls computed in place (SUMMA over the k blocks: the aligned
 //                  case, op 'N'), not redistributed
+//   reduced        the share of calls computed as partial products over each process's k rows,
+//                  summed onto C's owners (op 'T'/'C' with A's and B's k rows aligned)
 //   local          the share of calls computed by the one process that holds all of sub(A),
 //                  sub(B) and sub(C), without any communication (PgemmStats::local)
 //
-//   mpiexec -n 2 --bind-to none build/benchmarks/pgemm_dropin_bench --benchmark_repetitions=3
+//   mpiexec -n 2 --bind-to none build/benchmarks/pgemm_dropin_bench
 #include <mpi.h>
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <random>
 #include <string>
 #include <vector>
@@ -78,7 +83,7 @@ double timed(MPI_Comm comm, auto&& call) {
   return t;
 }
 
-/// C (m x n) = op(A) B, A m x k ('N') or k x m ('T'), B k x n.
+/// C (m x n) = op(A) B, A m x k ('N') or k x m ('T', 'C'), B k x n.
 void side_by_side(benchmark::State& state, int m, int n, int k, int nb, int rows, int cols, const char* order,
                   char transa) {
   const int context = context_of(rows, cols, order);
@@ -116,6 +121,7 @@ void side_by_side(benchmark::State& state, int m, int n, int k, int nb, int rows
       static_cast<double>(after.redistributed_bytes - before.redistributed_bytes) / calls / (1 << 20);
   state.counters["plan_MiB"] = static_cast<double>(after.plan_bytes - before.plan_bytes) / calls / (1 << 20);
   state.counters["in_place"] = static_cast<double>(after.in_place - before.in_place) / calls;
+  state.counters["reduced"] = static_cast<double>(after.reduced - before.reduced) / calls;
   state.counters["local"] = static_cast<double>(after.local - before.local) / calls;
   // The two answers agree (both are checked against ScaLAPACK's in tests/test_pgemm_scalapack).
   double worst = 0;
@@ -129,33 +135,37 @@ void side_by_side(benchmark::State& state, int m, int n, int k, int nb, int rows
 int main(int argc, char** argv) {
   return shardwise::bench::mpi_benchmark_main(argc, argv, [](int) {
     const int size = shardwise::bench::world_size();
-    for (int n : {2048, 4096})
-      for (int nb : {64, 128, 256})
-        for (int rows = 1; rows <= size; ++rows) {
-          if (size % rows != 0) continue;
-          for (const char* order : {"R", "C"})
-            for (const char transa : {'N', 'T'}) {
-              const std::string name = "pgemm/n:" + std::to_string(n) + "/nb:" + std::to_string(nb) +
-                                       "/grid:" + std::to_string(rows) + "x" + std::to_string(size / rows) +
-                                       "/order:" + order + "/transa:" + transa;
-              benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& state) {
-                side_by_side(state, n, n, n, nb, rows, size / rows, order, transa);
-              })->UseManualTime()->Unit(benchmark::kMillisecond);
-            }
-        }
-    // A client's calls, tiny to medium (issue 39), on the P x 1 grid with NB 32.
     struct Call {
       int m, n, k;
-      char transa;
     };
-    for (const Call call : {Call{23, 23, 23, 'N'}, Call{23, 4, 23, 'N'}, Call{16, 16, 104, 'N'}, Call{104, 104, 104, 'N'},
-                            Call{128, 128, 736, 'T'}, Call{736, 736, 736, 'N'}}) {
-      const std::string name = "pgemm_calls/m:" + std::to_string(call.m) + "/n:" + std::to_string(call.n) +
-                               "/k:" + std::to_string(call.k) + "/nb:32/grid:" + std::to_string(size) +
-                               "x1/order:R/transa:" + call.transa;
+    struct Layout {
+      int rows;
+      const char* order;
+    };
+    auto add = [&](Call call, int nb, Layout layout, char transa) {
+      const int rows = layout.rows, cols = size / layout.rows;
+      const std::string name = "pgemm/m:" + std::to_string(call.m) + "/n:" + std::to_string(call.n) +
+                               "/k:" + std::to_string(call.k) + "/nb:" + std::to_string(nb) + "/grid:" +
+                               std::to_string(rows) + "x" + std::to_string(cols) + "/order:" + layout.order +
+                               "/transa:" + transa;
+      // A fixed count per shape, about 10^9 flops of each library's (3 to 1000 calls): an
+      // iteration's barriers and all-reduces outweigh a tiny call, and a time target would
+      // take minutes per tiny shape.
+      const double flops = 2.0 * call.m * call.n * static_cast<double>(call.k);
+      const auto iterations = static_cast<benchmark::IterationCount>(std::clamp(1e9 / flops, 3.0, 1000.0));
       benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& state) {
-        side_by_side(state, call.m, call.n, call.k, 32, size, 1, "R", call.transa);
-      })->UseManualTime()->Unit(benchmark::kMicrosecond);
-    }
+        side_by_side(state, call.m, call.n, call.k, nb, rows, cols, layout.order, transa);
+      })->UseManualTime()->Iterations(iterations)->Unit(flops > 1e9 ? benchmark::kMillisecond : benchmark::kMicrosecond);
+    };
+    const Call calls[] = {{23, 23, 23}, {23, 4, 23}, {16, 16, 104}, {104, 104, 104}, {128, 128, 736}, {736, 736, 736}};
+    for (const Call call : calls)
+      for (const char transa : {'N', 'T', 'C'})
+        for (const int nb : {32, 64, 128})
+          for (const Layout layout : {Layout{size, "R"}, Layout{1, "C"}}) add(call, nb, layout, transa);
+    // The large end, fewer cells: a call takes a good part of a second on 2 cores.
+    for (const char transa : {'N', 'T'})
+      for (const int nb : {32, 128})
+        for (const Layout layout : {Layout{size, "R"}, Layout{1, "C"}}) add({2048, 2048, 2048}, nb, layout, transa);
+    add({4096, 4096, 4096}, 128, {size, "R"}, 'N');
   });
 }
