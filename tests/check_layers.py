@@ -23,7 +23,7 @@ LAYERS = [
     ("groups", ["process_group_mesh.hpp", "launcher_environment.hpp", "parallel_context.hpp",
                 "mpi_environment.hpp"]),
     ("kernels", ["kernels/*.hpp"]),
-    ("operations", ["distributed_array.hpp", "sharded_matrix.hpp", "sharded_tensor.hpp", "reshard.hpp", "matmul.hpp", "einsum.hpp",
+    ("operations", ["distributed_array.hpp", "sharded_matrix.hpp", "sharded_tensor.hpp", "reshard.hpp", "matmul_core.hpp", "redistributed_matmul.hpp", "matmul.hpp", "einsum.hpp",
                     "view.hpp", "linalg.hpp"]),
     ("nn", ["nn/*.hpp"]),
     # ScaLAPACK interop: block-cyclic index maps, BLACS grids, p?gemm computed by shardwise.
