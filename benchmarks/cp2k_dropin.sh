@@ -31,9 +31,11 @@
 # pattern of the input's test type, as CP2K's do_regtest.py), and prints one table: the value
 # plain and with the drop-in, their relative difference, CP2K's reference check (|value - ref| /
 # |ref| <= the tolerance in TEST_FILES) for both, the drop-in's report of rank 0 (p?gemm calls
-# computed, of which local, and handed back to ScaLAPACK; the same for p?tran and p?gemr2d),
-# and CP2K's time for cp_fm_gemm and in all (maximum over ranks) in both runs; then, per run,
-# the timing lines of the routines that reach p?gemm, p?tran and p?gemr2d. The same tables go
+# computed, of which local, and handed back to ScaLAPACK; the same for p?tran and p?gemr2d, and
+# for any other routine the drop-in reports, e.g. p?symm), and CP2K's time for cp_fm_gemm and
+# in all (maximum over ranks) in both runs; then, per run, the timing lines of the CP2K
+# routines that reach these (cp_fm_gemm, cp_fm_upper_to_full: p?tran, cp_fm_symm,
+# cp_fm_write_unformatted: p?gemr2d, ...). The same tables go
 # to CP2K_RESULTS as Markdown, with the date, the machine and the library's commit.
 #
 # Exit status: 1 when a run fails, when the drop-in's value differs from the plain run's by more
@@ -140,6 +142,19 @@ report_of() {  # ROUTINES STDERR
   echo "$calls $((calls - handed)) $local_calls $handed"
 }
 
+# The drop-in's other report lines (routines it serves besides p?gemm, p?tran and p?gemr2d,
+# e.g. p?symm/p?hemm, p?syrk/p?herk): "NAME calls: computed, handed" joined by "; ", or "-".
+report_others() {  # STDERR
+  sed -nE 's/^shardwise (.+) \(rank 0\): ([0-9]+) calls:.* ([0-9]+) handed to ScaLAPACK.*/\1 \2 \3/p' "$1" |
+    awk '$1 != "p?gemm" && $1 != "p?tran" && $1 != "p?gemr2d" { s = s (s == "" ? "" : "; ") $1 " " $2 ": " $2 - $3 ", " $3 }
+         END { print (s == "" ? "-" : s) }'
+}
+
+# Calls of rank 0 handed back to ScaLAPACK, over every report line.
+handed_total() {  # STDERR
+  sed -nE 's/^shardwise .* \(rank 0\): .* ([0-9]+) handed to ScaLAPACK.*/\1/p' "$1" | awk '{ n += $1 } END { print n + 0 }'
+}
+
 # A working copy of INPUT in DIR with `&TIMINGS THRESHOLD 0.0` in &GLOBAL (an input's own
 # &TIMINGS gets its THRESHOLD set to 0.0), and the input's .xyz files.
 prepare() {  # INPUT DIR
@@ -176,7 +191,7 @@ run_cp2k() {  # DIR P MODE(plain|dropin)
 }
 
 # ---- the runs -------------------------------------------------------------------------------
-routines="cp_fm_gemm cp_cfm_gemm cp_fm_transpose cp_fm_syrk cp_fm_symm cp_fm_triangular_multiply cp_cfm_triangular_multiply cp_fm_redistribute_start cp_fm_write_unformatted"
+routines="cp_fm_gemm cp_cfm_gemm cp_fm_transpose cp_fm_upper_to_full cp_fm_syrk cp_fm_symm cp_fm_triangular_multiply cp_cfm_triangular_multiply cp_fm_redistribute_start cp_fm_write_unformatted"
 status=0
 rows=()
 timing_rows=()
@@ -218,14 +233,14 @@ while read -r -u 3 input type tolerance reference; do
     read -r g_calls g_computed g_local g_handed <<<"$(report_of 'p?gemm' "${out[dropin]}/err")"
     read -r t_calls t_computed _ t_handed <<<"$(report_of 'p?tran' "${out[dropin]}/err")"
     read -r r_calls r_computed _ r_handed <<<"$(report_of 'p?gemr2d' "${out[dropin]}/err")"
-    for h in "p?gemm:$g_handed" "p?tran:$t_handed" "p?gemr2d:$r_handed"; do
-      [[ ${h#*:} == 0 ]] || warnings+=("$input on $p rank(s): ${h#*:} ${h%%:*} call(s) of rank 0 handed back to ScaLAPACK (${out[dropin]}/err)")
-    done
+    others=$(report_others "${out[dropin]}/err")
+    handed=$(handed_total "${out[dropin]}/err")
+    ((handed == 0)) || warnings+=("$input on $p rank(s): $handed call(s) of rank 0 handed back to ScaLAPACK (${out[dropin]}/err)")
     read -r _ gemm_plain <<<"$(timing_of cp_fm_gemm "${out[plain]}/out")"
     read -r _ gemm_dropin <<<"$(timing_of cp_fm_gemm "${out[dropin]}/out")"
     read -r _ total_plain <<<"$(timing_of CP2K "${out[plain]}/out")"
     read -r _ total_dropin <<<"$(timing_of CP2K "${out[dropin]}/out")"
-    rows+=("| $input | $p | ${value[plain]} | ${value[dropin]} | $diff | ${ok[plain]} / ${ok[dropin]} | $g_calls: $g_computed ($g_local local), $g_handed | $t_calls: $t_computed, $t_handed | $r_calls: $r_computed, $r_handed | $gemm_plain / $gemm_dropin | $total_plain / $total_dropin |")
+    rows+=("| $input | $p | ${value[plain]} | ${value[dropin]} | $diff | ${ok[plain]} / ${ok[dropin]} | $g_calls: $g_computed ($g_local local), $g_handed | $t_calls: $t_computed, $t_handed | $r_calls: $r_computed, $r_handed | $others | $gemm_plain / $gemm_dropin | $total_plain / $total_dropin |")
     for r in $routines; do
       read -r c_plain s_plain <<<"$(timing_of "$r" "${out[plain]}/out")"
       read -r c_dropin s_dropin <<<"$(timing_of "$r" "${out[dropin]}/out")"
@@ -239,8 +254,8 @@ done 3<"$inputs_dir/TEST_FILES"  # fd 3: mpiexec reads its stdin
 if ((${#rows[@]} == 0)); then echo "no input of $inputs_dir/TEST_FILES matches '$filter'" >&2; exit 1; fi
 
 # ---- the tables -----------------------------------------------------------------------------
-table_header="| input | P | value, plain | value, drop-in | rel. diff. | CP2K's reference (plain / drop-in) | p?gemm calls: computed (local), handed back | p?tran: computed, handed back | p?gemr2d: computed, handed back | cp_fm_gemm s, plain / drop-in | CP2K s, plain / drop-in |
-|---|---:|---:|---:|---:|---|---|---|---|---:|---:|"
+table_header="| input | P | value, plain | value, drop-in | rel. diff. | CP2K's reference (plain / drop-in) | p?gemm calls: computed (local), handed back | p?tran: computed, handed back | p?gemr2d: computed, handed back | other routines: computed, handed back | cp_fm_gemm s, plain / drop-in | CP2K s, plain / drop-in |
+|---|---:|---:|---:|---:|---|---|---|---|---|---:|---:|"
 timing_header="| input | P | CP2K routine | calls, plain / drop-in | time s (max over ranks), plain / drop-in |
 |---|---:|---|---:|---:|"
 {
