@@ -14,7 +14,7 @@
 // its rows that reach the triangle (the lower trapezoid for 'L', the upper for 'U'), as PBLAS
 // itself splits the product. With p panels the flops are (p + 1) / p times PDSYRK's N (N + 1) K
 // (p = 1: twice); each panel is one pgemm() call (its own redistribution of its share of
-// op(sub(A))), so more panels move more bytes: psyrk_panels() picks p by N.
+// op(sub(A))), so more panels move more bytes and cost more calls: psyrk_panels() picks p by N.
 //
 // As PDSYRK: N = 0, or (alpha = 0 or K = 0) and beta = 1, is no work; alpha = 0 or K = 0 scales
 // the triangle by beta (zeros for beta = 0) without reading A. These need no communication.
@@ -80,10 +80,13 @@ inline Level3Stats psyrk_stats() { return detail::psyrk_stats_storage(); }
 /// Sets them back to zero.
 inline void reset_psyrk_stats() { detail::psyrk_stats_storage() = {}; }
 
-/// The column panels psyrk() cuts an N x N sub(C) into by default: one below 512 (a small
-/// call's pgemm() overhead dominates), then one per 256 columns, at most 8 (flops 1.125 times
-/// PDSYRK's).
-inline int psyrk_panels(std::int64_t n) { return static_cast<int>(std::clamp<std::int64_t>(n / 256, 1, 8)); }
+/// The column panels psyrk() cuts an N x N sub(C) into by default: one below N = 1024 (there
+/// each further pgemm() call cost more than the flops it saved: n = 512 on 2 ranks took 1.6 to
+/// 2 times as long with 2 panels), then one per 512 columns, at most 8 (flops 1.125 times
+/// PDSYRK's); n = 2048: 4 panels took 0.64 times the time of 1 on a 1 x 2 grid, 1.17 on 2 x 1.
+inline int psyrk_panels(std::int64_t n) {
+  return n < 1024 ? 1 : static_cast<int>(std::clamp<std::int64_t>(n / 512, 2, 8));
+}
 
 /// p?syrk (`hermitian` false) or p?herk (true, complex only; alpha and beta real): see the top
 /// of this file. `panels`: the column panels (0: psyrk_panels(N)). Collective over `grid` but for
