@@ -8,9 +8,9 @@
 #
 #   benchmarks/cp2k_dropin.sh [BUILD_DIR]
 #     BUILD_DIR  a Meson build directory of this repository with the drop-in; default
-#                build-cp2k/ here, set up (-Ddebug=false, tests, examples and benchmarks off)
-#                when it does not exist. `meson compile ... shardwise_scalapack` runs either way
-#                (a no-op when the library is up to date).
+#                build-cp2k/ here, set up when it does not exist (-Ddebug=false
+#                -Dscalapack=enabled; tests, examples and benchmarks off). `meson compile ...
+#                shardwise_scalapack` runs either way (a no-op when the library is up to date).
 #   Environment (all optional):
 #     CP2K_RANKS="1 2 4"    rank counts
 #     CP2K_INPUTS=REGEX     run only the inputs of benchmarks/cp2k/TEST_FILES matching REGEX
@@ -85,7 +85,8 @@ fi
 
 # ---- the drop-in ----------------------------------------------------------------------------
 if [[ ! -d $build ]]; then
-  meson setup "$build" "$repo" -Ddebug=false -Dtests=disabled -Dexamples=disabled -Dbenchmarks=disabled
+  meson setup "$build" "$repo" -Ddebug=false -Dscalapack=enabled -Dtests=disabled -Dexamples=disabled \
+    -Dbenchmarks=disabled
 fi
 meson compile -C "$build" -j "${CP2K_BUILD_JOBS:-1}" shardwise_scalapack
 lib=$(cd "$build" && pwd)/libshardwise_scalapack.so
