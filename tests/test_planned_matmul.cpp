@@ -8,6 +8,7 @@
 // kernels really allocate.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -126,7 +127,7 @@ void expect_runs(const sw::MatmulChoice& choice, sw::MatmulShape shape) {
   sw::Traffic busiest;
   for (int r = 0; r < ranks; ++r) {
     EXPECT_EQ(failures[static_cast<std::size_t>(r)], "") << "rank " << r;
-    if (sw::detail::busier(sent[static_cast<std::size_t>(r)], busiest)) busiest = sent[static_cast<std::size_t>(r)];
+    busiest = std::max(busiest, sent[static_cast<std::size_t>(r)]);
   }
   EXPECT_EQ(busiest, choice.traffic);
 }

@@ -203,7 +203,7 @@ TEST(ShardingPlanner, OutputPlansAreTheContractionPlannersOwnWithTheirCosts) {
             ASSERT_EQ(fast.bytes, t.bytes) << "rank " << r;
             ASSERT_EQ(fast.messages, t.messages) << "rank " << r;
             ASSERT_EQ(fast.footprint, held) << "rank " << r;
-            if (sw::detail::busier(t, busiest)) busiest = t;
+            busiest = std::max(busiest, t);
             most = std::max(most, held);
           }
           for (const auto& bound : {kn.bound, p.bound}) {

@@ -12,6 +12,7 @@
 // other algorithms inside; the count is of the schedule, not of MPI's internals.
 #pragma once
 
+#include <compare>
 #include <cstdint>
 
 #include "shardwise/detail/partition.hpp"
@@ -40,6 +41,9 @@ struct Traffic {
   ///@}
   /// Equal bytes and equal messages.
   friend constexpr bool operator==(const Traffic&, const Traffic&) = default;
+  /// The planner's one order of costs: fewer bytes first, then fewer messages (a rank that sends
+  /// more is the busier one; a plan whose busiest rank sends less is the cheaper one).
+  friend constexpr auto operator<=>(const Traffic&, const Traffic&) = default;
 };
 
 /// Traffic and number of calls of one kind of operation.

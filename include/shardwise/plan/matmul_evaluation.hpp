@@ -1,7 +1,7 @@
 // shardwise/plan/matmul_evaluation.hpp: the cost of one matmul plan, as the planner ranks plans:
 // evaluate_matmul runs the cost model (cost.hpp) on a plan's schedule over the evaluated ranks
-// (evaluated_ranks.hpp), with SUMMA's busiest rank in closed form where blocks divide evenly,
-// and `cheaper` orders two choices. Implementation details of plan_matmul (matmul_search.hpp).
+// (evaluated_ranks.hpp), with SUMMA's busiest rank in closed form where blocks divide evenly
+// (cost.hpp's summa_busiest), and `cheaper` orders two choices. Implementation details of plan_matmul (matmul_search.hpp).
 #pragma once
 
 #include <algorithm>
@@ -32,94 +32,6 @@ constexpr bool divides_evenly(const block_geometry& mesh, const MatmulShape& sha
   std::int64_t ranks = 1;
   for (int a = 0; a < mesh.ndim; ++a) ranks *= mesh.extents[static_cast<std::size_t>(a)];
   return shape.m % ranks == 0 && shape.k % ranks == 0 && shape.n % ranks == 0;
-}
-
-/// The larger of two traffics as the planner ranks ranks: more bytes, then more messages.
-constexpr bool busier(const Traffic& x, const Traffic& y) {
-  return x.bytes != y.bytes ? x.bytes > y.bytes : x.messages > y.messages;
-}
-
-/// What the busiest rank sends in a SUMMA step when blocks divide evenly: a rank's share of the
-/// step is A's panels (by its group rank along A's panel axes and its layer) plus B's (by its
-/// group rank along B's and its layer), three disjoint sets of axes, so the busiest rank is the
-/// busiest A rank plus the busiest B rank of the busiest layer. A rank in a chain broadcast
-/// sends every panel of its layer but those of the root after it (it is their last link).
-constexpr Traffic summa_busiest(const Step& step, const operand_axes& state, const operand_extents& global,
-                                const block_geometry& mesh, std::int64_t scalar_bytes, int panel_width) {
-  const block_geometry& geo = mesh;  // coordinates 0: every block has the same extents
-  const std::int64_t k = global[0][1];
-  const std::int64_t m_local = geo.extent(global[0][0], state[Operand::A].dim(0));
-  const std::int64_t n_local = geo.extent(global[1][1], state[Operand::B].dim(1));
-  const int a_group = geo.group_size(step.axes), b_group = geo.group_size(step.b_axes);
-  const int layers = step.layers.empty() ? 1 : geo.group_size(step.layers);
-  // Per layer: for each side, the root whose panels weigh least (bytes, then count) is the one
-  // whose predecessor sends most; a root with no panel in the layer weighs nothing.
-  struct side {
-    int group = 1, roots_seen = 0, current = -1;
-    std::int64_t local = 0, width = 0, count = 0, least_width = 0, least_count = 0;
-    constexpr void close() {
-      if (current < 0) return;
-      ++roots_seen;
-      if (roots_seen == 1 || local * width < local * least_width ||
-          (local * width == local * least_width && count < least_count)) {
-        least_width = width;
-        least_count = count;
-      }
-    }
-    constexpr void add(int root, std::int64_t w) {
-      if (root != current) {
-        close();
-        current = root;
-        width = count = 0;
-      }
-      width += w;
-      ++count;
-    }
-    constexpr Traffic busiest(std::int64_t range, std::int64_t panels, std::int64_t bytes) {
-      if (group <= 1) return {};
-      close();
-      current = -1;
-      if (roots_seen < group) least_width = least_count = 0;
-      return {local * (range - least_width) * bytes, panels - least_count};
-    }
-  };
-  Traffic worst;
-  for (int layer = 0; layer < layers; ++layer) {
-    const std::int64_t first = block_begin(k, layers, layer), last = block_begin(k, layers, layer + 1);
-    side a{a_group, 0, -1, m_local}, b{b_group, 0, -1, n_local};
-    std::int64_t panels = 0;
-    for_each_summa_panel(
-        k, a_group, b_group, panel_width,
-        [&](const summa_panel& p) {
-          a.add(p.a_root, p.width);
-          b.add(p.b_root, p.width);
-          ++panels;
-        },
-        first, last);
-    const Traffic t = a.busiest(last - first, panels, scalar_bytes) + b.busiest(last - first, panels, scalar_bytes);
-    if (layer == 0 || busier(t, worst)) worst = t;
-  }
-  return worst;
-}
-
-/// The bytes the rank at `geo` sends in a SUMMA step (what step_traffic counts, without its
-/// loop over panels): in its layer's range of k, the rank sends its rows of A's panels but
-/// those of the root after it in A's group, and its columns of B's but those of the root after
-/// it in B's group (it is the last link of their chains).
-constexpr std::int64_t summa_bytes_at(const Step& step, const operand_axes& state, const operand_extents& global,
-                                      const block_geometry& geo, std::int64_t scalar_bytes) {
-  const std::int64_t k = global[0][1];
-  const k_range range = layer_k_range(step, k, geo);
-  auto side = [&](const axis_list& axes, std::int64_t local) -> std::int64_t {
-    const int g = geo.group_size(axes);
-    if (g <= 1) return 0;
-    const int skipped = (geo.group_rank(axes) + 1) % g;  // the root this rank is the last link of
-    const std::int64_t first = std::max(range.first, block_begin(k, g, skipped));
-    const std::int64_t last = std::min(range.last, block_begin(k, g, skipped + 1));
-    return local * (range.last - range.first - std::max<std::int64_t>(0, last - first));
-  };
-  return scalar_bytes * (side(step.axes, geo.extent(global[0][0], state[Operand::A].dim(0))) +
-                         side(step.b_axes, geo.extent(global[1][1], state[Operand::B].dim(1))));
 }
 
 /// The fewest messages a rank sends in the broadcasts of a SUMMA kernel (A's panels over groups
@@ -192,7 +104,7 @@ constexpr evaluated_choice evaluate_matmul(const block_geometry& mesh, const Mat
   bool outdone = false;
   for_each_evaluated_rank(mesh, [&](const block_geometry& geo) {
     const Traffic t = schedule_traffic(m.plan.steps, m.plan.start, extents, geo, problem.scalar_bytes, m.panel_width);
-    if (busier(t, m.traffic)) m.traffic = t;
+    m.traffic = std::max(m.traffic, t);
     if (against_rival && m.traffic.bytes > rival->traffic.bytes) {
       outdone = true;
       return false;
@@ -214,8 +126,7 @@ constexpr evaluated_choice evaluate_matmul(const block_geometry& mesh, const Mat
 /// Whether x is cheaper than y: fewer bytes from the busiest rank, then fewer messages, then a
 /// smaller footprint.
 constexpr bool cheaper(const MatmulChoice& x, const MatmulChoice& y) {
-  if (x.traffic.bytes != y.traffic.bytes) return x.traffic.bytes < y.traffic.bytes;
-  if (x.traffic.messages != y.traffic.messages) return x.traffic.messages < y.traffic.messages;
+  if (x.traffic != y.traffic) return x.traffic < y.traffic;
   return x.footprint_bytes < y.footprint_bytes;
 }
 

@@ -115,21 +115,21 @@ constexpr std::int64_t scatter_messages(std::int64_t group) { return group > 1 ?
 /// them, so a plan bounded by one that cannot beat a choice cannot beat it either).
 struct plan_bound {
   std::int64_t bytes = 0, messages = 0, footprint = 0;
+  /// Its bytes and messages, in Traffic's order.
+  [[nodiscard]] constexpr Traffic traffic() const { return {bytes, messages}; }
 };
 
 /// Whether a plan bounded by `bound` could fit `budget` and be cheaper than `best`.
 constexpr bool could_beat(const plan_bound& bound, const MatmulChoice& best, std::int64_t budget) {
   if (bound.footprint > budget) return false;
   if (!best.found) return true;
-  if (bound.bytes != best.traffic.bytes) return bound.bytes < best.traffic.bytes;
-  if (bound.messages != best.traffic.messages) return bound.messages < best.traffic.messages;
+  if (bound.traffic() != best.traffic) return bound.traffic() < best.traffic;
   return bound.footprint < best.footprint_bytes;
 }
 
 /// The order of the search: the smaller bound first (bytes, then messages, then footprint).
 constexpr bool bound_before(const plan_bound& x, const plan_bound& y) {
-  if (x.bytes != y.bytes) return x.bytes < y.bytes;
-  if (x.messages != y.messages) return x.messages < y.messages;
+  if (x.traffic() != y.traffic()) return x.traffic() < y.traffic();
   return x.footprint < y.footprint;
 }
 

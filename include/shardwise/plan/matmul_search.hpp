@@ -124,7 +124,7 @@ struct matmul_search {
     bool outdone = false;
     for_each_evaluated_rank(mesh, [&](const block_geometry& geo) {
       const plan_bound here = output_rank_costs(geo, problem, o.plan);
-      if (busier({here.bytes, here.messages}, {costs.bytes, costs.messages})) costs.bytes = here.bytes, costs.messages = here.messages;
+      if (here.traffic() > costs.traffic()) costs.bytes = here.bytes, costs.messages = here.messages;
       costs.footprint = std::max(costs.footprint, here.footprint);
       outdone = !could_beat(costs);
       return !outdone;

@@ -12,6 +12,7 @@
 // the triangle inequality by construction. Pure compile-time.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -251,13 +252,9 @@ constexpr Traffic reshard_step_traffic(const Step& step, bool slice, const tenso
   Traffic worst;
   for_each_evaluated_rank(mesh, [&](const block_geometry& geo) {
     const Traffic t = step_traffic(step, state, {{{}, {}, extents}}, geo, scalar_bytes, 0);
-    if (t.bytes > worst.bytes || (t.bytes == worst.bytes && t.messages > worst.messages)) worst = t;
+    worst = std::max(worst, t);
   });
   return worst;
-}
-
-constexpr bool less_traffic(const Traffic& x, const Traffic& y) {
-  return x.bytes != y.bytes ? x.bytes < y.bytes : x.messages < y.messages;
 }
 
 }  // namespace detail
@@ -288,7 +285,7 @@ constexpr ReshardPath cheapest_reshard(const detail::block_geometry& mesh, const
   for (;;) {
     int current = -1;
     for (std::size_t i = 0; i < nodes.size(); ++i)
-      if (!nodes[i].done && (current < 0 || less_traffic(nodes[i].distance, nodes[static_cast<std::size_t>(current)].distance)))
+      if (!nodes[i].done && (current < 0 || nodes[i].distance < nodes[static_cast<std::size_t>(current)].distance))
         current = static_cast<int>(i);
     if (current < 0) return path;  // unreachable
     nodes[static_cast<std::size_t>(current)].done = true;
@@ -301,7 +298,7 @@ constexpr ReshardPath cheapest_reshard(const detail::block_geometry& mesh, const
       int i = find(next);
       if (i < 0) {
         nodes.push_back({next, total, current, {next, step, slice, cost}, false});
-      } else if (!nodes[static_cast<std::size_t>(i)].done && less_traffic(total, nodes[static_cast<std::size_t>(i)].distance)) {
+      } else if (!nodes[static_cast<std::size_t>(i)].done && total < nodes[static_cast<std::size_t>(i)].distance) {
         nodes[static_cast<std::size_t>(i)].distance = total;
         nodes[static_cast<std::size_t>(i)].previous = current;
         nodes[static_cast<std::size_t>(i)].hop = {next, step, slice, cost};
