@@ -22,7 +22,9 @@
 // on a P x 1 grid, TRANSB 'T'/'C' on a 1 x P grid, either elsewhere; one k block size, the same
 // place within a block and the same process), M and N small against K, C in any layout: where
 // pgemm's model picks the partial products summed onto C's owners (PgemmStats::reduced), which
-// must have run on a grid of several ranks.
+// must have run on a grid of several ranks. And transposed calls (TRANSA 'T'/'C') whose sub(C)
+// columns lie as sub(B)'s: on a 1 x P grid pgemm may gather sub(A) along the row
+// (PgemmStats::gathered), which must have run too.
 //
 //   mpiexec -n P test_pgemm_scalapack [cases per grid]
 #include <mpi.h>
@@ -305,6 +307,36 @@ void run_reduce_case(const sc::Grid& g, int context, std::mt19937_64& rng, const
                      beta_kind == 0);
 }
 
+/// A call with TRANSA 'T'/'C' whose sub(C) columns are dealt as sub(B)'s (one block size, the
+/// same place within a block, the same process: JC and JB blocks apart, CSRC shifted to match):
+/// on a 1 x P grid pgemm may gather sub(A) along the row (PgemmStats::gathered), where its model
+/// finds that cheapest; on other grids any way. A, B and C's rows anyhow.
+template <typename T>
+void run_gather_case(const sc::Grid& g, int context, std::mt19937_64& rng, const std::string& grid_text,
+                     Failure& failures) {
+  auto uniform = [&](int lo, int hi) { return lo + static_cast<int>(rng() % static_cast<std::uint64_t>(hi - lo + 1)); };
+  const char transposed[] = {'T', 'C', 't', 'c'};
+  const char ta = transposed[rng() % 4], tb = uniform(0, 1) == 0 ? 'N' : 'n';
+  const int m = uniform(1, 60), n = uniform(1, 60), k = uniform(1, 60);
+  const int nb = uniform(0, 1) == 0 ? uniform(1, 9) : 16;  // B's and C's column block
+  const int fb = uniform(0, 30), shift = uniform(0, 3), fc = fb % nb + (fb / nb + shift) * nb;
+  const int cb = uniform(0, g.cols - 1), cc = ((cb + fb / nb - fc / nb) % g.cols + g.cols) % g.cols;
+  const int ia = uniform(1, 6), ja = uniform(1, 6), ib = uniform(1, 6), ic = uniform(1, 6);
+  const int beta_kind = uniform(0, 3);  // 0: zero with NaN in C, 1: one, 2: random, 3: zero
+  const T alpha = uniform(0, 4) == 0 ? T(1) : random_scalar<T>(rng);
+  const T beta = beta_kind == 0 || beta_kind == 3 ? T(0) : beta_kind == 1 ? T(1) : random_scalar<T>(rng);
+  const std::uint64_t seed = rng();
+  const auto a = make_array<T>(g, context, ia - 1 + k + uniform(0, 3), ja - 1 + m + uniform(0, 3), uniform(1, 40),
+                               uniform(1, 20), uniform(0, g.rows - 1), uniform(0, g.cols - 1), uniform(0, 2), seed,
+                               false);
+  const auto b = make_array<T>(g, context, ib - 1 + k + uniform(0, 3), fb + n + uniform(0, 3), uniform(1, 40), nb,
+                               uniform(0, g.rows - 1), cb, uniform(0, 2), seed + 1, false);
+  const auto c = make_array<T>(g, context, ic - 1 + m + uniform(0, 3), fc + n + uniform(0, 3), uniform(1, 40), nb,
+                               uniform(0, g.rows - 1), cc, uniform(0, 2), seed + 2, beta_kind == 0);
+  check_path_case<T>(g, grid_text, failures, Path::any, ta, tb, m, n, k, alpha, a, ia, ja, b, ib, fb + 1, beta, c, ic,
+                     fc + 1, beta_kind == 0);
+}
+
 template <typename T>
 void run_case(const sc::Grid& g, int context, std::mt19937_64& rng, const std::string& grid_text, Failure& failures,
               int& fallbacks) {
@@ -426,6 +458,17 @@ int main(int argc, char** argv) {
         }
         total += 2;
       }
+      // Transposed calls whose C columns lie as B's (the gathered path on a 1 x P grid).
+      for (int i = 0; i < cases / 2; ++i) {
+        run_gather_case<double>(*grid, context, rng, grid_text, failures);
+        run_gather_case<std::complex<double>>(*grid, context, rng, grid_text, failures);
+        if (i % 4 == 0) {
+          run_gather_case<float>(*grid, context, rng, grid_text, failures);
+          run_gather_case<std::complex<float>>(*grid, context, rng, grid_text, failures);
+          total += 2;
+        }
+        total += 2;
+      }
       for (int i = 0; i < cases; ++i) {
         run_case<double>(*grid, context, rng, grid_text, failures, fallbacks);
         run_case<std::complex<double>>(*grid, context, rng, grid_text, failures, fallbacks);
@@ -501,10 +544,11 @@ int main(int argc, char** argv) {
   const sc::PgemmStats stats = sc::pgemm_stats();
   if (world == 0)
     std::printf("%d ranks: %d cases against ScaLAPACK, %d differ; %lld planned (%lld in place: SUMMA over the k "
-                "blocks; %lld reduced: partial products over the k indices, summed), %lld local (one process, no "
-                "communication), %lld without a product, %lld not covered\n",
+                "blocks; %lld reduced: partial products over the k indices, summed; %lld gathered: sub(A) along "
+                "the row), %lld local (one process, no communication), %lld without a product, %lld not covered\n",
                 size, total, failures.count, static_cast<long long>(stats.planned),
                 static_cast<long long>(stats.in_place), static_cast<long long>(stats.reduced),
+                static_cast<long long>(stats.gathered),
                 static_cast<long long>(stats.local),
                 static_cast<long long>(stats.without_product), static_cast<long long>(stats.not_covered));
   // The in-place SUMMA must have run (and been checked) on a grid of several ranks.
@@ -513,10 +557,12 @@ int main(int argc, char** argv) {
   // And the reduced path (partial products over the k indices, summed).
   const bool reduced_ran = size == 1 || stats.reduced > 0;
   if (!reduced_ran && world == 0) std::printf("FAIL: no call ran reduced\n");
+  const bool gathered_ran = size == 1 || stats.gathered > 0;
+  if (!gathered_ran && world == 0) std::printf("FAIL: no call ran gathered\n");
   // The refusals above, and the last rank's own LLD_ refusal of the local call.
   const std::int64_t refusals = (size > 1 ? 6 : 5) + (world == size - 1 ? 1 : 0);
   MPI_Finalize();
-  return failures.count == 0 && fallbacks == 0 && in_place_ran && reduced_ran && stats.local > 0 && stats.not_covered == refusals
+  return failures.count == 0 && fallbacks == 0 && in_place_ran && reduced_ran && gathered_ran && stats.local > 0 && stats.not_covered == refusals
              ? 0
              : 1;
 }

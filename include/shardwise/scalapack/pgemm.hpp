@@ -17,13 +17,15 @@
 // This is COSMA's choice for pdgemm (redistribute, run the communication-optimal plan,
 // redistribute back); its bytes are counted in PgemmStats.
 //
-// Two ways move no operand, and are taken where their modeled traffic on the busiest rank
-// (bytes, then messages) is below the redistribution's: SUMMA over the k blocks in place
-// (ScaLAPACK's aligned case, op 'N' both; PgemmStats::in_place), and, where op(A) or op(B) is
-// transposed and sub(A)'s and sub(B)'s k indices are dealt alike over the grid (CP2K's C^T S C
-// on a P x 1 grid), each process's partial product over the k indices it holds, summed onto
-// sub(C)'s owners by one reduce-scatter (PgemmStats::reduced). The models are cached per call
-// shape, as the plans are.
+// Three ways move less, and are taken where their modeled traffic on the busiest rank (bytes,
+// then messages) is below the redistribution's: SUMMA over the k blocks in place (ScaLAPACK's
+// aligned case, op 'N' both; PgemmStats::in_place); where op(A) or op(B) is transposed and
+// sub(A)'s and sub(B)'s k indices are dealt alike over the grid (CP2K's C^T S C on a P x 1
+// grid), each process's partial product over the k indices it holds, summed onto sub(C)'s
+// owners by one reduce-scatter (PgemmStats::reduced); and where op(A) is transposed, the k rows
+// lie on one process row and sub(C)'s columns as sub(B)'s (the same product on a 1 x P grid),
+// sub(A) gathered along that row, each process then computing its columns of sub(C)
+// (PgemmStats::gathered). The models are cached per call shape, as the plans are.
 //
 // pgemm() is collective over the grid. Its arguments are checked on every rank and the
 // verdicts combined, with the ways' modeled costs, in one small all-reduce, so every rank takes
@@ -119,6 +121,8 @@ struct PgemmStats {
                                       ///< there, no communication, no agreement (on every rank of the grid).
   std::int64_t reduced = 0;           ///< Calls computed as each process's partial product over the k indices
                                       ///< it holds of both operands, summed onto sub(C)'s owners (op 'T'/'C').
+  std::int64_t gathered = 0;          ///< Calls computed by gathering sub(A) along the grid's row, where the
+                                      ///< k rows lie on one process row and C's columns as B's (op(A) 'T'/'C').
   std::int64_t redistributed_bytes = 0;  ///< Bytes this rank sent to redistribute A, B and C.
   std::int64_t plan_bytes = 0;        ///< Bytes this rank sent in the plans (the cost model's figure).
 };
@@ -544,6 +548,34 @@ inline Traffic reduction_traffic(const BlockCyclicDim& c_rows, const BlockCyclic
   return {scalar_bytes * (target.rows * target.cols - held_count(c_rows, c_cols, row, col, target)), ranks - 1};
 }
 
+/// ScaLAPACK's transposed case on a grid of one process row, or where the k indices lie on one:
+/// op(A) = A^T or A^H with B as is, sub(A)'s and sub(B)'s K rows and sub(C)'s M rows all on one
+/// process row, and sub(C)'s columns dealt as sub(B)'s (one block size, the same place within a
+/// block, the same first process). Then each process of that row gathers all of sub(A) (K x M)
+/// along the row and computes its own columns of sub(C) with one local GEMM, alpha and beta
+/// included; B and C do not move (CP2K's C^T S C on a 1 x P grid). The row, or -1.
+inline int gather_row(int opa, int opb, std::int64_t m, std::int64_t k, const Descriptor& da, int ia,
+                      const Descriptor& db, int ib, int jb, const Descriptor& dc, int ic, int jc, const Grid& grid) {
+  if (opa == 0 || opb != 0) return -1;
+  const int row = sole_owner(da.row_dim(grid), ia - 1, k);
+  if (row < 0 || sole_owner(db.row_dim(grid), ib - 1, k) != row || sole_owner(dc.row_dim(grid), ic - 1, m) != row)
+    return -1;
+  const BlockCyclicDim bc = db.col_dim(grid), cc = dc.col_dim(grid);
+  if (bc.block != cc.block || (jb - 1) % bc.block != (jc - 1) % cc.block || bc.owner(jb - 1) != cc.owner(jc - 1))
+    return -1;
+  return row;
+}
+
+/// What the rank at (row, col) sends in gathered_pgemm's all-gather of sub(A) along the grid
+/// row `gather`, modeled as a ring: every rank's columns but its successor's, P - 1 messages.
+inline Traffic gather_traffic(const BlockCyclicDim& a_cols, std::int64_t first, std::int64_t m, std::int64_t k,
+                              int gather, int row, int col, std::int64_t scalar_bytes) {
+  if (row != gather || a_cols.processes <= 1) return {};
+  const int next = (col + 1) % a_cols.processes;
+  const std::int64_t theirs = held_below(a_cols, next, first + m) - held_below(a_cols, next, first);
+  return {scalar_bytes * k * (m - theirs), a_cols.processes - 1};
+}
+
 /// This rank's run of local indices of [first, first + count) in dimension d: (start, length).
 inline std::pair<std::int64_t, std::int64_t> local_run(const BlockCyclicDim& d, int p, std::int64_t first,
                                                        std::int64_t count) {
@@ -701,14 +733,56 @@ void reduced_pgemm(std::int64_t m, std::int64_t n, std::int64_t k, Scalar alpha,
   store_scaled<Scalar>(w.receive.data(), c, grid, target, alpha, beta);
 }
 
+/// sub(C) := alpha op(sub(A)) sub(B) + beta sub(C) where gather_row() holds: the processes of
+/// that grid row gather sub(A) (K x M, column-major, in global column order) along the row, and
+/// each multiplies it into its own columns of sub(C) in place; the other rows hold none of C.
+/// gather_traffic() is its model. Collective over the grid; M, N, K > 0.
+template <typename Scalar>
+void gathered_pgemm(std::int64_t m, std::int64_t n, std::int64_t k, Scalar alpha,
+                    const BlockCyclicOperand<const Scalar*>& a, const BlockCyclicOperand<const Scalar*>& b,
+                    Scalar beta, const BlockCyclicOperand<Scalar*>& c, const Grid& grid, int gather,
+                    shardwise::detail::group_mesh_state& groups, pgemm_workspace<Scalar>& w) {
+  if (grid.row != gather) return;
+  AnyCommunicator& along_row = groups.group_along({1});  // the ranks of this grid row, by column
+  const Rect sa = a.source({0, 0, m, k});                  // K x M in A's index space
+  const auto [a_row0, a_rows] = local_run(a.rows, grid.row, sa.row0, sa.rows);
+  const auto [a_col0, a_cols] = local_run(a.cols, grid.col, sa.col0, sa.cols);
+  static_cast<void>(a_rows);  // k, by the gather row
+  w.send_elements.resize(static_cast<std::size_t>(grid.cols));
+  for (int q = 0; q < grid.cols; ++q)
+    w.send_elements[static_cast<std::size_t>(q)] = k * (held_below(a.cols, q, sa.col0 + m) - held_below(a.cols, q, sa.col0));
+  w.send.resize(static_cast<std::size_t>(std::max<std::int64_t>(1, k * a_cols)));
+  for (std::int64_t j = 0; j < a_cols; ++j)
+    std::copy_n(a.data + a_row0 + (a_col0 + j) * a.ld, k, w.send.data() + j * k);
+  w.receive.resize(static_cast<std::size_t>(k * m));
+  along_row.all_gather_v(std::span<const Scalar>(w.send.data(), static_cast<std::size_t>(k * a_cols)),
+                         std::span<Scalar>(w.receive.data(), static_cast<std::size_t>(k * m)), w.send_elements);
+  // Rank order to global column order: each rank's columns are its runs, in order.
+  w.partial.resize(static_cast<std::size_t>(k * m));
+  const Scalar* next = w.receive.data();
+  for (int q = 0; q < grid.cols; ++q)
+    for_each_run(a.cols, q, sa.col0, m, [&](const IndexRun& r) {
+      std::copy_n(next, k * r.length, w.partial.data() + (r.global - sa.col0) * k);
+      next += k * r.length;
+    });
+  const auto [b_row0, b_rows] = local_run(b.rows, grid.row, b.row0, k);
+  const auto [b_col0, b_cols] = local_run(b.cols, grid.col, b.col0, n);
+  const auto [c_row0, c_rows] = local_run(c.rows, grid.row, c.row0, m);
+  const auto [c_col0, c_cols] = local_run(c.cols, grid.col, c.col0, n);
+  static_cast<void>(b_rows), static_cast<void>(c_rows), static_cast<void>(c_cols);  // k, m, b_cols by the row
+  if (b_cols > 0)
+    local_pgemm<Scalar>(a.op, 0, m, b_cols, k, alpha, w.partial.data(), k, b.data + b_row0 + b_col0 * b.ld, b.ld,
+                        beta, c.data + c_row0 + c_col0 * c.ld, c.ld);
+}
+
 /// The ways pgemm() computes a call that needs communication.
-enum class way : int { in_place, reduced, redistributed };
+enum class way : int { in_place, reduced, gathered, redistributed };
 
 /// Each way's modeled traffic on this rank for one call (unavailable ways: `none`), and the
 /// redistribution's plan alone (its figure in PgemmStats::plan_bytes).
 struct way_costs {
   static constexpr Traffic none{INT64_MAX / 4, INT64_MAX / 4};
-  std::array<Traffic, 3> of{none, none, none};
+  std::array<Traffic, 4> of{none, none, none, none};
   Traffic plan;
 };
 
@@ -803,6 +877,7 @@ PgemmOutcome pgemm(char transa, char transb, int m, int n, int k, Scalar alpha, 
   const cached_plan* plan = valid ? plan_for(ranks, m, n, k, static_cast<int>(scalar_bytes)) : nullptr;
   const bool in_place_possible = aligned(opa, opb, da, ia, ja, db, ib, jb, dc, ic, jc);
   const reduction_split split = valid ? split_over_k(opa, opb, m, n, da, ia, ja, db, ib, jb, grid) : reduction_split{};
+  const int gather = valid ? gather_row(opa, opb, m, k, da, ia, db, ib, jb, dc, ic, jc, grid) : -1;
   const BlockCyclicOperand<Scalar*> sub_c{c, dc.lld, ic - 1, jc - 1, dc.row_dim(grid), dc.col_dim(grid), 0};
   const BlockCyclicOperand<const Scalar*> sub_a{a, da.lld, ia - 1, ja - 1, da.row_dim(grid), da.col_dim(grid), opa};
   const BlockCyclicOperand<const Scalar*> sub_b{b, db.lld, ib - 1, jb - 1, db.row_dim(grid), db.col_dim(grid), opb};
@@ -828,6 +903,8 @@ PgemmOutcome pgemm(char transa, char transb, int m, int n, int k, Scalar alpha, 
       if (split.possible)
         costs.of[1] = reduction_traffic(sub_c.rows, sub_c.cols, grid.row, grid.col, Rect{ic - 1, jc - 1, m, n}, ranks,
                                         scalar_bytes);
+      if (gather >= 0)
+        costs.of[2] = gather_traffic(sub_a.cols, ja - 1, m, k, gather, grid.row, grid.col, scalar_bytes);
       const MatmulChoice& choice = plan->planned.choice;
       // The geometry without the plan's process groups: their making is collective, and a rank
       // whose arguments are out of the rules models nothing.
@@ -835,7 +912,7 @@ PgemmOutcome pgemm(char transa, char transb, int m, int n, int k, Scalar alpha, 
           choice.plan.steps, choice.plan.start, global,
           shardwise::detail::block_geometry(plan->cube, plan->cube.unravel(grid.row * grid.cols + grid.col)),
           scalar_bytes, choice.panel_width);
-      costs.of[2] = sent_to_rectangles(sub_a, grid, plan->rect_a, scalar_bytes) +
+      costs.of[3] = sent_to_rectangles(sub_a, grid, plan->rect_a, scalar_bytes) +
                     sent_to_rectangles(sub_b, grid, plan->rect_b, scalar_bytes) +
                     sent_from_rectangles(sub_c, grid, plan->rect_c, scalar_bytes) + costs.plan;
       if (cache.size() >= 4096) cache.clear();
@@ -846,13 +923,13 @@ PgemmOutcome pgemm(char transa, char transb, int m, int n, int k, Scalar alpha, 
   // One all-reduce (minimum of x and of -x) makes every rank's verdict and arguments agree
   // (part of what they agree on: the descriptors' blocks and first processes decide the ways)
   // and gives each way's cost on the busiest rank.
-  constexpr std::size_t agreed = 16;
+  constexpr std::size_t agreed = 17;
   const std::array<std::int64_t, agreed> mine{problem.empty() ? 0 : 1, m, n, k, opa, opb, ia, ja, ib, jb, ic, jc,
                                               scalar_bytes, in_place_possible ? 1 : 0, split.possible ? 1 : 0,
-                                              split.line};
-  std::array<std::int64_t, 2 * agreed + 6> both{};
+                                              split.line, gather};
+  std::array<std::int64_t, 2 * agreed + 8> both{};
   for (std::size_t i = 0; i < agreed; ++i) both[i] = mine[i], both[i + agreed] = -mine[i];
-  for (std::size_t w = 0; w < 3; ++w)
+  for (std::size_t w = 0; w < costs.of.size(); ++w)
     both[2 * agreed + 2 * w] = -costs.of[w].bytes, both[2 * agreed + 2 * w + 1] = -costs.of[w].messages;
   MPI_Allreduce(MPI_IN_PLACE, both.data(), static_cast<int>(both.size()), MPI_INT64_T, MPI_MIN, grid.comm);
   bool differ = false;
@@ -875,7 +952,7 @@ PgemmOutcome pgemm(char transa, char transb, int m, int n, int k, Scalar alpha, 
     return {PgemmResult::not_covered, "no plan fits the memory budget (SHARDWISE_PGEMM_BUDGET_MIB)"};
   }
   way chosen = way::redistributed;
-  for (const way candidate : {way::reduced, way::in_place}) {
+  for (const way candidate : {way::gathered, way::reduced, way::in_place}) {
     const auto i = static_cast<std::size_t>(candidate), best = static_cast<std::size_t>(chosen);
     const Traffic busiest{-both[2 * agreed + 2 * i], -both[2 * agreed + 2 * i + 1]};
     const Traffic so_far{-both[2 * agreed + 2 * best], -both[2 * agreed + 2 * best + 1]};
@@ -901,6 +978,14 @@ PgemmOutcome pgemm(char transa, char transb, int m, int n, int k, Scalar alpha, 
       }
     stats().plan_bytes += costs.of[0].bytes;
     ++stats().in_place;
+    ++stats().planned;
+    return {};
+  }
+  if (chosen == way::gathered) {
+    gathered_pgemm<Scalar>(m, n, k, alpha, sub_a, sub_b, beta, sub_c, grid, gather,
+                           groups_for(grid.comm, Cube{grid.rows, grid.cols, 1}).state(), w);
+    stats().plan_bytes += costs.of[2].bytes;
+    ++stats().gathered;
     ++stats().planned;
     return {};
   }
