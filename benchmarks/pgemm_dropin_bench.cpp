@@ -20,6 +20,8 @@
 //                  case, op 'N'), not redistributed
 //   reduced        the share of calls computed as partial products over each process's k rows,
 //                  summed onto C's owners (op 'T'/'C' with A's and B's k rows aligned)
+//   gathered       the share of calls computed by gathering sub(A) along the grid's row (op
+//                  'T'/'C' on a 1 x P grid, C's columns dealt as B's)
 //   local          the share of calls computed by the one process that holds all of sub(A),
 //                  sub(B) and sub(C), without any communication (PgemmStats::local)
 //
@@ -122,6 +124,7 @@ void side_by_side(benchmark::State& state, int m, int n, int k, int nb, int rows
   state.counters["plan_MiB"] = static_cast<double>(after.plan_bytes - before.plan_bytes) / calls / (1 << 20);
   state.counters["in_place"] = static_cast<double>(after.in_place - before.in_place) / calls;
   state.counters["reduced"] = static_cast<double>(after.reduced - before.reduced) / calls;
+  state.counters["gathered"] = static_cast<double>(after.gathered - before.gathered) / calls;
   state.counters["local"] = static_cast<double>(after.local - before.local) / calls;
   // The two answers agree (both are checked against ScaLAPACK's in tests/test_pgemm_scalapack).
   double worst = 0;
