@@ -356,7 +356,7 @@ def emit_strong(emit, cells, predicted, by_time):
                     entries[plan] = text
                 if pd is not None:
                     nb = pd["plan"].split(":")[1] + (f" on {pd['mesh']}" if on_fewer else "")
-                    pd_text = f"{seconds_text(pd_seconds)} s, {pd['peak']} % ({nb} of {tried}; {pd['mesh']})"
+                    pd_text = f"{seconds_text(pd_seconds)} s, {pd['peak']} % (NB {nb} of {tried} run; {pd['mesh']})"
                 else:
                     pd_text = "not run"
                 best = cells.get(keys["best"])
@@ -444,7 +444,7 @@ def emit_strong(emit, cells, predicted, by_time):
                                       f"{seconds_text(run[fastest])} s ({100 * (seconds / run[fastest] - 1):.1f} % slower)")
     if compared:
         emit(f"- The fastest simulated plan (of best, time, SUMMA, 2.5D and PDGEMM at its best NB), over the "
-             f"{compared} platforms, P and shapes with best and another run. By bytes, best is not the fastest in "
+             f"{compared} platform, P and shape triples with best and another plan run. By bytes, best is not the fastest in "
              f"{len(best_loses)}" + (": " + "; ".join(best_loses) if best_loses else "") + ". "
              f"By time, the time plan is more than 3 % slower than the fastest in {len(time_loses)}"
              + (": " + "; ".join(time_loses) if time_loses else "")
