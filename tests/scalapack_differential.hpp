@@ -1,5 +1,5 @@
-// Helpers of the differential tests of the level-3 routines (test_psymm_scalapack,
-// test_psyrk_scalapack) against Debian's ScaLAPACK: random local arrays with sentinels, the
+// Helpers of the differential tests of the drop-in's routines (test_ptran_scalapack,
+// test_pgemr2d_scalapack, test_psymm_scalapack, test_psyrk_scalapack) against Debian's ScaLAPACK: random local arrays with sentinels, the
 // comparison of two results, and the routines' spellings in the drop-in and in libscalapack.
 #pragma once
 
@@ -49,6 +49,11 @@ T random_scalar(std::mt19937_64& rng) {
   } else {
     return static_cast<T>(u(rng));
   }
+}
+
+/// Whether global (i, j) lies in the rectangle `r` (rows, columns from 0).
+inline bool within(const sc::detail::Rect& r, std::int64_t i, std::int64_t j) {
+  return i >= r.row0 && i < r.row0 + r.rows && j >= r.col0 && j < r.col0 + r.cols;
 }
 
 /// The tolerance relative to the largest element: 1e-12 for double, 1e-5 for float.
@@ -147,7 +152,8 @@ Function routine_in(std::string name, bool drop_in, std::mt19937_64& rng) {
   }
   const auto spelling = rng() % 3;  // pdsymm_, pdsymm, PDSYMM
   if (spelling == 0) name += "_";
-  if (spelling == 2) std::transform(name.begin(), name.end(), name.begin(), [](char c) { return static_cast<char>(c - 32); });
+  if (spelling == 2)
+    std::transform(name.begin(), name.end(), name.begin(), [](char c) { return c >= 'a' ? static_cast<char>(c - 32) : c; });
   return reinterpret_cast<Function>(dlsym(RTLD_DEFAULT, name.c_str()));
 }
 

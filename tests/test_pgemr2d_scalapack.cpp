@@ -34,13 +34,11 @@
 #include <string>
 #include <vector>
 
-#include "shardwise/scalapack/blacs.hpp"
+#include "scalapack_differential.hpp"
 #include "shardwise/scalapack/pgemr2d.hpp"
 
 extern "C" {
-void Cblacs_gridinit(int* context, const char* order, int nprow, int npcol);
 void Cblacs_gridmap(int* context, int* usermap, int ldumap, int nprow, int npcol);
-void Cblacs_gridexit(int context);
 void psgemr2d_(const int*, const int*, const float*, const int*, const int*, const int*, float*, const int*,
                const int*, const int*, const int*);
 void pdgemr2d_(const int*, const int*, const double*, const int*, const int*, const int*, double*, const int*,
@@ -57,6 +55,8 @@ extern "C" long long shardwise_pgemr2d_fallbacks(void) __attribute__((weak));
 namespace {
 
 namespace sc = shardwise::scalapack;
+using differential::random_scalar;
+using differential::Tally;
 
 /// Whether "ours" is the drop-in's entry points (the program is linked with it) rather than
 /// shardwise::scalapack::pgemr2d; ScaLAPACK's own routines are then found in libscalapack itself.
@@ -81,32 +81,6 @@ const char* routine() {
   else if constexpr (std::is_same_v<T, double>) return "pdgemr2d";
   else if constexpr (std::is_same_v<T, std::complex<float>>) return "pcgemr2d";
   else return "pzgemr2d";
-}
-
-/// In the library mode: ScaLAPACK's own routine, or one of the drop-in's three names for it.
-template <typename T>
-pgemr2d_function<T> routine_in(bool drop_in, std::mt19937_64& rng) {
-  std::string name = routine<T>();
-  if (!drop_in) {
-    static void* scalapack = dlopen("libscalapack-openmpi.so.2.2", RTLD_LAZY | RTLD_NOLOAD);
-    return scalapack == nullptr ? nullptr : reinterpret_cast<pgemr2d_function<T>>(dlsym(scalapack, (name + "_").c_str()));
-  }
-  const auto spelling = rng() % 3;  // pdgemr2d_, pdgemr2d, PDGEMR2D
-  if (spelling == 0) name += "_";
-  if (spelling == 2)
-    std::transform(name.begin(), name.end(), name.begin(), [](char c) { return c >= 'a' ? static_cast<char>(c - 32) : c; });
-  return reinterpret_cast<pgemr2d_function<T>>(dlsym(RTLD_DEFAULT, name.c_str()));
-}
-
-template <typename T>
-T random_scalar(std::mt19937_64& rng) {
-  std::uniform_real_distribution<double> u(-1.0, 1.0);
-  if constexpr (shardwise::detail::is_complex_v<T>) {
-    const double re = u(rng), im = u(rng);
-    return T(static_cast<typename T::value_type>(re), static_cast<typename T::value_type>(im));
-  } else {
-    return static_cast<T>(u(rng));
-  }
 }
 
 /// A grid made with BLACS_GRIDMAP (or ICTXT's own), and this process's place in it.
@@ -142,10 +116,9 @@ LocalArray<T> make_array(const MappedGrid& g, int rows, int cols, int mb, int nb
     for (int li = 0; li < local_rows; ++li) {
       const std::int64_t gi = r.global_index(li, g.place.row), gj = c.global_index(lj, g.place.col);
       std::mt19937_64 rng(seed * 1000003u + static_cast<std::uint64_t>(gi * 7919 + gj));
-      const bool in = gi >= inside.row0 && gi < inside.row0 + inside.rows && gj >= inside.col0 &&
-                      gj < inside.col0 + inside.cols;
       x.data[static_cast<std::size_t>(lj) * static_cast<std::size_t>(lld) + static_cast<std::size_t>(li)] =
-          nan_outside && !in ? T(std::numeric_limits<float>::quiet_NaN()) : random_scalar<T>(rng);
+          nan_outside && !differential::within(inside, gi, gj) ? T(std::numeric_limits<float>::quiet_NaN())
+                                                                : random_scalar<T>(rng);
     }
   return x;
 }
@@ -174,10 +147,6 @@ MappedGrid map_grid(std::mt19937_64& rng, int size) {
   return g;
 }
 
-struct Tally {
-  int cases = 0, failures = 0;
-};
-
 template <typename T>
 void run_case(const MappedGrid& ga, const MappedGrid& gb, int ictxt, std::mt19937_64& rng,
               const std::string& text, Tally& tally) {
@@ -202,7 +171,8 @@ void run_case(const MappedGrid& ga, const MappedGrid& gb, int ictxt, std::mt1993
   sc::PgemmOutcome outcome;
   std::int64_t sent = 0, modeled = 0;  // the model is checked on shardwise::scalapack::pgemr2d's calls
   if (through_library) {
-    const pgemr2d_function<T> scalapack = routine_in<T>(false, rng), ours = routine_in<T>(true, rng);
+    const auto scalapack = differential::routine_in<pgemr2d_function<T>>(routine<T>(), false, rng);
+    const auto ours = differential::routine_in<pgemr2d_function<T>>(routine<T>(), true, rng);
     if (scalapack == nullptr || ours == nullptr) {
       std::printf("FAIL: %s not found (in libscalapack, or the drop-in's)\n", routine<T>());
       MPI_Abort(MPI_COMM_WORLD, 1);

@@ -35,12 +35,10 @@
 #include <string>
 #include <vector>
 
-#include "shardwise/scalapack/blacs.hpp"
+#include "scalapack_differential.hpp"
 #include "shardwise/scalapack/ptran.hpp"
 
 extern "C" {
-void Cblacs_gridinit(int* context, const char* order, int nprow, int npcol);
-void Cblacs_gridexit(int context);
 void pstran_(const int*, const int*, const float*, const float*, const int*, const int*, const int*, const float*,
              float*, const int*, const int*, const int*);
 void pdtran_(const int*, const int*, const double*, const double*, const int*, const int*, const int*, const double*,
@@ -61,6 +59,11 @@ extern "C" long long shardwise_ptran_fallbacks(void) __attribute__((weak));
 namespace {
 
 namespace sc = shardwise::scalapack;
+using differential::for_each_grid;
+using differential::LocalArray;
+using differential::random_scalar;
+using differential::Tally;
+using differential::within;
 
 /// Whether "ours" is the drop-in's entry points (the program is linked with it) rather than
 /// shardwise::scalapack::ptran; PBLAS's own routines are then found in libscalapack itself.
@@ -88,91 +91,14 @@ const char* routine(bool conjugate) {
   else return conjugate ? "pztranc" : "pztranu";
 }
 
-/// In the library mode: ScaLAPACK's own routine, or one of the drop-in's three names for it.
-template <typename T>
-ptran_function<T> routine_in(bool conjugate, bool drop_in, std::mt19937_64& rng) {
-  std::string name = routine<T>(conjugate);
-  if (!drop_in) {
-    static void* scalapack = dlopen("libscalapack-openmpi.so.2.2", RTLD_LAZY | RTLD_NOLOAD);
-    return scalapack == nullptr ? nullptr : reinterpret_cast<ptran_function<T>>(dlsym(scalapack, (name + "_").c_str()));
-  }
-  const auto spelling = rng() % 3;  // pdtran_, pdtran, PDTRAN
-  if (spelling == 0) name += "_";
-  if (spelling == 2) std::transform(name.begin(), name.end(), name.begin(), [](char c) { return static_cast<char>(c - 32); });
-  return reinterpret_cast<ptran_function<T>>(dlsym(RTLD_DEFAULT, name.c_str()));
-}
-
-template <typename T>
-bool is_nan(const T& x) {
-  if constexpr (shardwise::detail::is_complex_v<T>) return std::isnan(x.real()) || std::isnan(x.imag());
-  else return std::isnan(x);
-}
-
-/// Bit for bit the same (NaN equal to NaN).
-template <typename T>
-bool identical(const T& x, const T& y) {
-  return std::memcmp(&x, &y, sizeof(T)) == 0;
-}
-
-template <typename T>
-T random_scalar(std::mt19937_64& rng) {
-  std::uniform_real_distribution<double> u(-1.0, 1.0);
-  if constexpr (shardwise::detail::is_complex_v<T>) {
-    const double re = u(rng), im = u(rng);
-    return T(static_cast<typename T::value_type>(re), static_cast<typename T::value_type>(im));
-  } else {
-    return static_cast<T>(u(rng));
-  }
-}
-
-/// A global matrix's local array on this process: elements inside the rectangle `inside`
-/// (rows, columns from 0) a function of their global index, NaN outside it when `nan_outside`
-/// (and everywhere when `nan`), LLD padding -7.
-template <typename T>
-struct LocalArray {
-  std::vector<T> data;
-  int desc[9]{};
-  sc::BlockCyclicDim rows, cols;
-};
-
+/// A global matrix's local array (differential::make_array): NaN everywhere when `nan`, outside
+/// the rectangle `inside` (rows, columns from 0) when `nan_outside`.
 template <typename T>
 LocalArray<T> make_array(const sc::Grid& g, int context, int rows, int cols, int mb, int nb, int rsrc, int csrc,
                          int pad, std::uint64_t seed, bool nan, sc::detail::Rect inside, bool nan_outside) {
-  LocalArray<T> x;
-  x.rows = {rows, mb, rsrc, g.rows}, x.cols = {cols, nb, csrc, g.cols};
-  const auto local_rows = static_cast<int>(x.rows.local_extent(g.row));
-  const auto local_cols = static_cast<int>(x.cols.local_extent(g.col));
-  const int lld = std::max(1, local_rows) + pad;
-  const int d[9] = {1, context, rows, cols, mb, nb, rsrc, csrc, lld};
-  std::copy(std::begin(d), std::end(d), x.desc);
-  x.data.assign(static_cast<std::size_t>(lld) * static_cast<std::size_t>(std::max(1, local_cols)), T(-7));
-  const T not_a_number = T(std::numeric_limits<float>::quiet_NaN());
-  for (int lj = 0; lj < local_cols; ++lj)
-    for (int li = 0; li < local_rows; ++li) {
-      const std::int64_t gi = x.rows.global_index(li, g.row), gj = x.cols.global_index(lj, g.col);
-      std::mt19937_64 rng(seed * 1000003u + static_cast<std::uint64_t>(gi * 7919 + gj));
-      const bool in = gi >= inside.row0 && gi < inside.row0 + inside.rows && gj >= inside.col0 &&
-                      gj < inside.col0 + inside.cols;
-      T v = random_scalar<T>(rng);
-      if (nan || (nan_outside && !in)) v = not_a_number;
-      x.data[static_cast<std::size_t>(lj) * static_cast<std::size_t>(lld) + static_cast<std::size_t>(li)] = v;
-    }
-  return x;
+  return differential::make_array<T>(g, context, rows, cols, mb, nb, rsrc, csrc, pad, seed,
+                                     [&](std::int64_t i, std::int64_t j) { return nan || (nan_outside && !within(inside, i, j)); });
 }
-
-/// Whether local element `offset` lies in the rectangle (LLD padding never does).
-template <typename T>
-bool inside(const sc::Grid& g, const LocalArray<T>& x, std::size_t offset, const sc::detail::Rect& r) {
-  const auto li = static_cast<std::int64_t>(offset % static_cast<std::size_t>(x.desc[8]));
-  const auto lj = static_cast<std::int64_t>(offset / static_cast<std::size_t>(x.desc[8]));
-  if (li >= x.rows.local_extent(g.row) || lj >= x.cols.local_extent(g.col)) return false;
-  const std::int64_t gi = x.rows.global_index(li, g.row), gj = x.cols.global_index(lj, g.col);
-  return gi >= r.row0 && gi < r.row0 + r.rows && gj >= r.col0 && gj < r.col0 + r.cols;
-}
-
-struct Tally {
-  int cases = 0, failures = 0;
-};
 
 template <typename T>
 void run_case(const sc::Grid& g, int context, std::mt19937_64& rng, bool conjugate, const std::string& grid_text,
@@ -200,7 +126,8 @@ void run_case(const sc::Grid& g, int context, std::mt19937_64& rng, bool conjuga
   sc::PgemmOutcome outcome;
   std::int64_t sent = 0, modeled = 0;  // the model is checked on shardwise::scalapack::ptran's calls
   if (through_library) {
-    const ptran_function<T> pblas = routine_in<T>(conjugate, false, rng), ours = routine_in<T>(conjugate, true, rng);
+    const auto pblas = differential::routine_in<ptran_function<T>>(routine<T>(conjugate), false, rng);
+    const auto ours = differential::routine_in<ptran_function<T>>(routine<T>(conjugate), true, rng);
     if (pblas == nullptr || ours == nullptr) {
       std::printf("FAIL: %s not found (in libscalapack, or the drop-in's)\n", routine<T>(conjugate));
       MPI_Abort(MPI_COMM_WORLD, 1);
@@ -217,28 +144,14 @@ void run_case(const sc::Grid& g, int context, std::mt19937_64& rng, bool conjuga
     modeled = sc::ptran_sent_bytes<T>(m, n, alpha, ia, ja, a.desc, ic, jc, c.desc, g);
   }
 
-  double largest = 0, worst = 0;
-  int bad = outcome.result != sc::PgemmResult::computed;  // + NaN on one side, changes outside sub(C)
-  int model_bad = sent != modeled;
-  for (std::size_t i = 0; i < c.data.size(); ++i) {
-    if (!inside(g, c, i, sub_c)) {
-      bad += !identical(c_sw.data[i], c.data[i]) || !identical(c_ref.data[i], c.data[i]);
-      continue;
-    }
-    if (is_nan(c_ref.data[i]) || is_nan(c_sw.data[i])) {
-      bad += is_nan(c_ref.data[i]) != is_nan(c_sw.data[i]);
-      continue;
-    }
-    largest = std::max(largest, static_cast<double>(std::abs(c_ref.data[i])));
-    worst = std::max(worst, static_cast<double>(std::abs(c_ref.data[i] - c_sw.data[i])));
-  }
-  double both[2] = {largest, worst};
-  int flags[2] = {bad, model_bad};
-  MPI_Allreduce(MPI_IN_PLACE, both, 2, MPI_DOUBLE, MPI_MAX, g.comm);
+  const differential::Verdict v =
+      differential::compare(g, c, c_ref, c_sw, [&](std::int64_t i, std::int64_t j) { return within(sub_c, i, j); });
+  int flags[2] = {outcome.result != sc::PgemmResult::computed, sent != modeled};
   MPI_Allreduce(MPI_IN_PLACE, flags, 2, MPI_INT, MPI_SUM, g.comm);
-  const double tolerance = (std::is_same_v<T, float> || std::is_same_v<T, std::complex<float>>) ? 1e-5 : 1e-12;
+  flags[0] += v.bad;
+  const double both[2] = {v.largest, v.worst};
   ++tally.cases;
-  if (flags[0] != 0 || flags[1] != 0 || both[1] > tolerance * std::max(1.0, both[0])) {
+  if (flags[0] != 0 || flags[1] != 0 || v.fails<T>()) {
     ++tally.failures;
     int world = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &world);
@@ -309,33 +222,19 @@ int main(int argc, char** argv) {
   through_library = argc > 1 && std::strcmp(argv[1], "library") == 0;
   const int cases = argc > 1 + through_library ? std::atoi(argv[1 + through_library]) : 40;
   Tally tally;
-  for (int p = 1; p <= size; ++p) {
-    if (size % p != 0) continue;
-    for (const char* order : {"R", "C"}) {
-      int context = 0;
-      Cblacs_get(0, 0, &context);
-      Cblacs_gridinit(&context, order, p, size / p);
-      const std::optional<sc::Grid> grid = sc::grid_of(context);
-      if (!grid) {
-        if (world == 0) std::printf("FAIL: the grid's communicator is not numbered row-major\n");
-        MPI_Abort(MPI_COMM_WORLD, 1);
+  for_each_grid([&](const sc::Grid& grid, int context, std::mt19937_64& rng, const std::string& grid_text) {
+    for (int i = 0; i < cases; ++i) {
+      run_case<double>(grid, context, rng, false, grid_text, tally);
+      run_case<std::complex<double>>(grid, context, rng, false, grid_text, tally);
+      run_case<std::complex<double>>(grid, context, rng, true, grid_text, tally);
+      if (i % 4 == 0) {
+        run_case<float>(grid, context, rng, false, grid_text, tally);
+        run_case<std::complex<float>>(grid, context, rng, false, grid_text, tally);
+        run_case<std::complex<float>>(grid, context, rng, true, grid_text, tally);
       }
-      const std::string grid_text = std::to_string(p) + "x" + std::to_string(size / p) + " order " + order;
-      std::mt19937_64 rng(static_cast<std::uint64_t>(p * 131 + order[0]));
-      for (int i = 0; i < cases; ++i) {
-        run_case<double>(*grid, context, rng, false, grid_text, tally);
-        run_case<std::complex<double>>(*grid, context, rng, false, grid_text, tally);
-        run_case<std::complex<double>>(*grid, context, rng, true, grid_text, tally);
-        if (i % 4 == 0) {
-          run_case<float>(*grid, context, rng, false, grid_text, tally);
-          run_case<std::complex<float>>(*grid, context, rng, false, grid_text, tally);
-          run_case<std::complex<float>>(*grid, context, rng, true, grid_text, tally);
-        }
-      }
-      if (p == 1 && order[0] == 'R' && !through_library) check_refusals(*grid, context, tally);
-      Cblacs_gridexit(context);
     }
-  }
+    if (grid_text == "1x" + std::to_string(size) + " order R" && !through_library) check_refusals(grid, context, tally);
+  });
   if (through_library) {
     const long long handed = shardwise_ptran_fallbacks == nullptr ? -1 : shardwise_ptran_fallbacks();
     if (world == 0)
