@@ -17,7 +17,7 @@ import sys
 LAYERS = [
     ("detail", ["detail/*.hpp"]),
     ("vocabulary", ["mesh.hpp", "sharding.hpp", "traffic.hpp", "version.hpp"]),
-    ("layout", ["layout.hpp"]),
+    ("layout", ["layout.hpp", "layout_policy.hpp"]),
     ("plan", ["plan/*.hpp"]),
     ("comm", ["comm/*.hpp"]),
     ("groups", ["process_group_mesh.hpp", "launcher_environment.hpp", "parallel_context.hpp",
@@ -34,7 +34,7 @@ LAYERS = [
 ]
 
 # Pure compile-time headers: no MPI, no Eigen, however indirectly.
-PURE = ["detail/*.hpp", "mesh.hpp", "sharding.hpp", "traffic.hpp", "version.hpp", "layout.hpp", "plan/*.hpp",
+PURE = ["detail/*.hpp", "mesh.hpp", "sharding.hpp", "traffic.hpp", "version.hpp", "layout.hpp", "layout_policy.hpp", "plan/*.hpp",
         "launcher_environment.hpp", "nn/ffn_policy.hpp", "nn/pipeline_schedule.hpp",
         "scalapack/block_cyclic.hpp"]
 FORBIDDEN_IN_PURE = re.compile(r"^(mpi\.h|Eigen/.*|unsupported/Eigen/.*|cblas\.h)$")

@@ -8,7 +8,7 @@
 //     (blocks that differ by at most one, detail/partition.hpp), optionally with a pending sum
 //     Partial<axes...>. The one place that maps a dimension to blocks is layout.hpp's
 //     block_geometry, where a block-cyclic distribution would go.
-//   - Local layout: a layout policy of layout.hpp, the order this rank's block is stored in
+//   - Local layout: a layout policy of layout_policy.hpp, the order this rank's block is stored in
 //     (which the planner plans for) and how Eigen sees it: MatrixLayout<Eigen order> (an
 //     Eigen matrix: ShardedMatrix), TensorLayout<order> (an Eigen::Tensor: ShardedTensor),
 //     SequenceMajor<Eigen order> (an activation [b, s, m] as a matrix of tokens x m:
@@ -53,6 +53,7 @@
 #include "shardwise/kernels/permute.hpp"
 #include "shardwise/kernels/redistribute.hpp"
 #include "shardwise/layout.hpp"
+#include "shardwise/layout_policy.hpp"
 #include "shardwise/mesh.hpp"
 #include "shardwise/plan/program.hpp"
 #include "shardwise/plan/reshard.hpp"
@@ -466,7 +467,7 @@ struct face_traits<SequenceMajor<Order>> : matrix_block_face<Order> {
 }  // namespace detail
 
 /// A distributed array (see the top of this file): Sharding says how its dimensions are split
-/// over the mesh M, Layout how this rank's block is stored (layout.hpp), Ownership whether the
+/// over the mesh M, Layout how this rank's block is stored (layout_policy.hpp), Ownership whether the
 /// array owns the block. Users write the aliases ShardedMatrix, ShardedTensor and
 /// ShardedActivation; the members that only make sense for one layout (rows() of a matrix,
 /// batch() of an activation, local() as an Eigen matrix or tensor) exist only for it.
@@ -490,7 +491,7 @@ class DistributedArray {
   using scalar_type = Scalar;    ///< The element type: float, double or a std::complex of one.
   using mesh_type = M;           ///< The mesh it is distributed over.
   using sharding = Sh;           ///< How its dimensions are split (a TensorSharding).
-  using layout_type = Layout;    ///< How this rank's block is stored (layout.hpp).
+  using layout_type = Layout;    ///< How this rank's block is stored (layout_policy.hpp).
   using ownership = Ownership;   ///< Owning, View or ConstView.
   /// Number of dimensions.
   static constexpr std::size_t rank = face::template rank<Sh>;

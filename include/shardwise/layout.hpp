@@ -1,5 +1,8 @@
 // shardwise/layout.hpp: where the pieces of a sharded tensor are, as plain values.
 //
+// Where the blocks are, not how a rank stores its own: the layout policies of the array types
+// (MatrixLayout, TensorLayout, SequenceMajor) are in layout_policy.hpp.
+//
 // Three small vocabularies that the planner, the cost model, the executor and the tensor
 // types all share, so that none of them does its own arithmetic:
 //   - axis lists (mesh axis indices, major first) and their algebra;
@@ -440,60 +443,6 @@ constexpr std::int64_t held_extent(std::int64_t global, const axis_list& axes, c
 }
 
 }  // namespace detail
-
-namespace detail {
-/// How an array's block is seen from Eigen: a matrix (Eigen::Matrix, Map), an N-D tensor
-/// (Eigen::Tensor), or an activation [b, s, m] kept as a matrix of tokens x m.
-enum class array_face { matrix, tensor, tokens };
-}  // namespace detail
-
-/// Local layout policies of a DistributedArray (shardwise/distributed_array.hpp), as
-/// std::mdspan's: the order this rank's block is stored in (what the planner plans for and the
-/// executor's packs read) and how Eigen sees it. An owning block is contiguous in that order; a
-/// view of the same layout may have any strides (a leading dimension larger than the block).
-
-/// A matrix block, an Eigen matrix of Eigen's storage order `EigenOrder` (Eigen::ColMajor is
-/// 0, Eigen::RowMajor 1): ShardedMatrix's layout.
-template <int EigenOrder>
-struct MatrixLayout {
-  /// How Eigen sees the block: a matrix.
-  static constexpr detail::array_face face = detail::array_face::matrix;
-  /// Eigen's storage order of the block.
-  static constexpr int eigen_order = EigenOrder;
-  /// The storage order of a block of `Rank` dimensions (a matrix has 2).
-  template <std::size_t Rank>
-  static constexpr detail::dim_order order = detail::matrix_order(EigenOrder);
-};
-
-/// An N-D block in `Order`, outermost dimension first (the default, empty: row-major, the
-/// last dimension contiguous): ShardedTensor's layout. An owning block is a row-major
-/// Eigen::Tensor; a view (a permuted one) may have any order.
-template <detail::dim_order Order = detail::dim_order{}>
-struct TensorLayout {
-  /// How Eigen sees the block: an Eigen::Tensor.
-  static constexpr detail::array_face face = detail::array_face::tensor;
-  /// Eigen::RowMajor: the Eigen::Tensor of an owning block.
-  static constexpr int eigen_order = 1;
-  /// The storage order of a block of `Rank` dimensions.
-  template <std::size_t Rank>
-  static constexpr detail::dim_order order =
-      Order.rank == 0 ? detail::dim_order::row_major(static_cast<int>(Rank)) : Order;
-};
-
-/// An activation X[b, s, m] kept as a matrix of tokens x m whose tokens are sequence-major
-/// (row s_index * b + b_index, Megatron-LM's [s, b, h]; the same in every rank's block),
-/// stored in Eigen's order `EigenOrder`: FeedForward's activations. A split along the
-/// sequence is then a split into contiguous row blocks.
-template <int EigenOrder>
-struct SequenceMajor {
-  /// How Eigen sees the block: a matrix of tokens x m.
-  static constexpr detail::array_face face = detail::array_face::tokens;
-  /// Eigen's storage order of the matrix of tokens.
-  static constexpr int eigen_order = EigenOrder;
-  /// The storage order of the block as [b, s, m].
-  template <std::size_t Rank>
-  static constexpr detail::dim_order order = detail::activation_order(EigenOrder);
-};
 
 /// The TensorSharding type of a sharding computed as a value (a constexpr tensor_axes with
 /// static storage, such as a planner's answer): the way back from values to types.

@@ -25,7 +25,7 @@
 #include <Eigen/Core>
 
 #include "shardwise/distributed_array.hpp"
-#include "shardwise/layout.hpp"
+#include "shardwise/layout_policy.hpp"
 #include "shardwise/mesh.hpp"
 
 namespace shardwise {

@@ -30,7 +30,7 @@
 
 #include "shardwise/detail/fixed_string.hpp"
 #include "shardwise/distributed_array.hpp"
-#include "shardwise/layout.hpp"
+#include "shardwise/layout_policy.hpp"
 #include "shardwise/mesh.hpp"
 #include "shardwise/sharding.hpp"
 

@@ -36,6 +36,7 @@
 #include "shardwise/sharding.hpp"
 #include "shardwise/traffic.hpp"
 #include "shardwise/layout.hpp"
+#include "shardwise/layout_policy.hpp"
 #include "shardwise/plan/matmul_plan.hpp"
 #include "shardwise/plan/reshard.hpp"
 #include "shardwise/comm/any_communicator.hpp"

@@ -54,6 +54,7 @@
 #include "shardwise/detail/failure.hpp"
 #include "shardwise/distributed_array.hpp"
 #include "shardwise/layout.hpp"
+#include "shardwise/layout_policy.hpp"
 #include "shardwise/mesh.hpp"
 #include "shardwise/process_group_mesh.hpp"
 #include "shardwise/sharded_matrix.hpp"

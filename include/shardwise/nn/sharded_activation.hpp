@@ -1,7 +1,7 @@
 // shardwise/nn/sharded_activation.hpp: an activation X[b, s, m] distributed over a mesh.
 //
 // An activation is the one distributed array type (shardwise/distributed_array.hpp) with the
-// SequenceMajor layout (layout.hpp): kept as a matrix of tokens x m whose tokens are
+// SequenceMajor layout (layout_policy.hpp): kept as a matrix of tokens x m whose tokens are
 // sequence-major, row = s * b + b_index (Megatron-LM's [s, b, h]), both globally and in every
 // rank's block (row = s_local * b_local + b_local_index). A split along the sequence
 // (Megatron-SP) is then a split into contiguous row blocks, so its AllGather and ReduceScatter
@@ -20,7 +20,7 @@
 #pragma once
 
 #include "shardwise/distributed_array.hpp"
-#include "shardwise/layout.hpp"
+#include "shardwise/layout_policy.hpp"
 #include "shardwise/mesh.hpp"
 
 namespace shardwise {
