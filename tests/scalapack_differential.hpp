@@ -1,6 +1,7 @@
-// Helpers of the differential tests of the drop-in's routines (test_ptran_scalapack,
-// test_pgemr2d_scalapack, test_psymm_scalapack, test_psyrk_scalapack) against Debian's ScaLAPACK: random local arrays with sentinels, the
-// comparison of two results, and the routines' spellings in the drop-in and in libscalapack.
+// Helpers of the differential tests of the drop-in's routines against Debian's ScaLAPACK
+// (test_pgemm_scalapack, test_ptran_scalapack, test_pgemr2d_scalapack, test_psymm_scalapack,
+// test_psyrk_scalapack): random local arrays with sentinels, the comparison of two results, the
+// loop over every grid, and the routines' spellings in the drop-in and in libscalapack.
 #pragma once
 
 #include <dlfcn.h>

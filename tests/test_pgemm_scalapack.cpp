@@ -40,12 +40,10 @@
 #include <iterator>
 #include <vector>
 
-#include "shardwise/scalapack/blacs.hpp"
+#include "scalapack_differential.hpp"
 #include "shardwise/scalapack/pgemm.hpp"
 
 extern "C" {
-void Cblacs_gridinit(int* context, const char* order, int nprow, int npcol);
-void Cblacs_gridexit(int context);
 void psgemm_(const char*, const char*, const int*, const int*, const int*, const float*, const float*, const int*,
              const int*, const int*, const float*, const int*, const int*, const int*, const float*, float*,
              const int*, const int*, const int*);
@@ -65,6 +63,8 @@ void pzgemm_(const char*, const char*, const int*, const int*, const int*, const
 namespace {
 
 namespace sc = shardwise::scalapack;
+using differential::is_nan;
+using differential::random_scalar;
 
 template <typename T>
 void reference_pgemm(const char* ta, const char* tb, const int* m, const int* n, const int* k, const T* alpha,
@@ -87,23 +87,6 @@ const char* type_name() {
 template <typename T>
 double magnitude(const T& x) {
   return static_cast<double>(std::abs(x));
-}
-
-template <typename T>
-bool is_nan(const T& x) {
-  if constexpr (shardwise::detail::is_complex_v<T>) return std::isnan(x.real()) || std::isnan(x.imag());
-  else return std::isnan(x);
-}
-
-template <typename T>
-T random_scalar(std::mt19937_64& rng) {
-  std::uniform_real_distribution<double> u(-1.0, 1.0);
-  if constexpr (shardwise::detail::is_complex_v<T>) {
-    const double re = u(rng), im = u(rng);
-    return T(static_cast<typename T::value_type>(re), static_cast<typename T::value_type>(im));
-  } else {
-    return static_cast<T>(u(rng));
-  }
 }
 
 /// A global matrix's local array on this process of the grid, its elements a function of
@@ -425,63 +408,50 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   Failure failures;
   int total = 0, fallbacks = 0;
-  for (int p = 1; p <= size; ++p) {
-    if (size % p != 0) continue;
-    for (const char* order : {"R", "C"}) {
-      int context = 0;
-      Cblacs_get(0, 0, &context);
-      Cblacs_gridinit(&context, order, p, size / p);
-      const std::optional<sc::Grid> grid = sc::grid_of(context);
-      if (!grid) {
-        if (world == 0) std::printf("FAIL: the grid's communicator is not numbered row-major\n");
-        MPI_Abort(MPI_COMM_WORLD, 1);
-      }
-      const std::string grid_text = std::to_string(p) + "x" + std::to_string(size / p) + " order " + order;
-      std::mt19937_64 rng(static_cast<std::uint64_t>(p * 131 + order[0]));
-      for (int i = 0; i < cases; ++i) {
-        // The calls one process holds, in every type; every fourth moved just outside that path.
-        const Path path = i % 4 == 3 && p * (size / p) > 1 ? Path::general : Path::local;
-        run_local_case<double>(*grid, context, rng, grid_text, failures, path);
-        run_local_case<std::complex<double>>(*grid, context, rng, grid_text, failures, path);
-        run_local_case<float>(*grid, context, rng, grid_text, failures, path);
-        run_local_case<std::complex<float>>(*grid, context, rng, grid_text, failures, path);
-        total += 4;
-      }
-      // Transposed calls whose k indices sub(A) and sub(B) hold alike (the reduced path).
-      for (int i = 0; i < cases / 2; ++i) {
-        run_reduce_case<double>(*grid, context, rng, grid_text, failures);
-        run_reduce_case<std::complex<double>>(*grid, context, rng, grid_text, failures);
-        if (i % 4 == 0) {
-          run_reduce_case<float>(*grid, context, rng, grid_text, failures);
-          run_reduce_case<std::complex<float>>(*grid, context, rng, grid_text, failures);
-          total += 2;
-        }
-        total += 2;
-      }
-      // Transposed calls whose C columns lie as B's (the gathered path on a 1 x P grid).
-      for (int i = 0; i < cases / 2; ++i) {
-        run_gather_case<double>(*grid, context, rng, grid_text, failures);
-        run_gather_case<std::complex<double>>(*grid, context, rng, grid_text, failures);
-        if (i % 4 == 0) {
-          run_gather_case<float>(*grid, context, rng, grid_text, failures);
-          run_gather_case<std::complex<float>>(*grid, context, rng, grid_text, failures);
-          total += 2;
-        }
-        total += 2;
-      }
-      for (int i = 0; i < cases; ++i) {
-        run_case<double>(*grid, context, rng, grid_text, failures, fallbacks);
-        run_case<std::complex<double>>(*grid, context, rng, grid_text, failures, fallbacks);
-        if (i % 4 == 0) {
-          run_case<float>(*grid, context, rng, grid_text, failures, fallbacks);
-          run_case<std::complex<float>>(*grid, context, rng, grid_text, failures, fallbacks);
-          total += 2;
-        }
-        total += 2;
-      }
-      Cblacs_gridexit(context);
+  differential::for_each_grid([&](const sc::Grid& grid, int context, std::mt19937_64& rng,
+                                  const std::string& grid_text) {
+    for (int i = 0; i < cases; ++i) {
+      // The calls one process holds, in every type; every fourth moved just outside that path.
+      const Path path = i % 4 == 3 && size > 1 ? Path::general : Path::local;
+      run_local_case<double>(grid, context, rng, grid_text, failures, path);
+      run_local_case<std::complex<double>>(grid, context, rng, grid_text, failures, path);
+      run_local_case<float>(grid, context, rng, grid_text, failures, path);
+      run_local_case<std::complex<float>>(grid, context, rng, grid_text, failures, path);
+      total += 4;
     }
-  }
+    // Transposed calls whose k indices sub(A) and sub(B) hold alike (the reduced path).
+    for (int i = 0; i < cases / 2; ++i) {
+      run_reduce_case<double>(grid, context, rng, grid_text, failures);
+      run_reduce_case<std::complex<double>>(grid, context, rng, grid_text, failures);
+      if (i % 4 == 0) {
+        run_reduce_case<float>(grid, context, rng, grid_text, failures);
+        run_reduce_case<std::complex<float>>(grid, context, rng, grid_text, failures);
+        total += 2;
+      }
+      total += 2;
+    }
+    // Transposed calls whose C columns lie as B's (the gathered path on a 1 x P grid).
+    for (int i = 0; i < cases / 2; ++i) {
+      run_gather_case<double>(grid, context, rng, grid_text, failures);
+      run_gather_case<std::complex<double>>(grid, context, rng, grid_text, failures);
+      if (i % 4 == 0) {
+        run_gather_case<float>(grid, context, rng, grid_text, failures);
+        run_gather_case<std::complex<float>>(grid, context, rng, grid_text, failures);
+        total += 2;
+      }
+      total += 2;
+    }
+    for (int i = 0; i < cases; ++i) {
+      run_case<double>(grid, context, rng, grid_text, failures, fallbacks);
+      run_case<std::complex<double>>(grid, context, rng, grid_text, failures, fallbacks);
+      if (i % 4 == 0) {
+        run_case<float>(grid, context, rng, grid_text, failures, fallbacks);
+        run_case<std::complex<float>>(grid, context, rng, grid_text, failures, fallbacks);
+        total += 2;
+      }
+      total += 2;
+    }
+  });
   // Refusals: the same outcome on every rank, no hang, no change to C.
   {
     int context = 0;
