@@ -12,11 +12,16 @@
 //
 //   benchmarks/simulate predict        (builds this and feeds it the table's P and shapes)
 //   benchmarks/simulate_report.py      (the same, for the report's "predicted" column)
+//
+// With `--machine NAME GEMM_FLOPS LINK_BYTES LINK_LATENCY` it predicts on that machine alone
+// (a fat tree, binomial broadcasts), as `benchmarks/simulate validate` does with this
+// machine's calibrated values to set the model beside real runs.
 #include <cstdint>
 #include <cstdio>
 #include <iostream>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "plan_choices.hpp"
 #include "shardwise/plan/machine.hpp"
@@ -38,10 +43,18 @@ std::string text_of(const planned& p) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   constexpr std::int64_t budget = std::int64_t{4} << 30;  // per rank, as in simulate_matmul
-  const std::pair<const char*, sw::Machine> platforms[] = {{"fat_tree", sw::machines::simulated_fat_tree},
-                                                           {"torus", sw::machines::simulated_torus}};
+  std::vector<std::pair<std::string, sw::Machine>> platforms = {{"fat_tree", sw::machines::simulated_fat_tree},
+                                                                {"torus", sw::machines::simulated_torus}};
+  if (argc == 6 && std::string(argv[1]) == "--machine") {
+    platforms = {{argv[2], sw::Machine{.gemm_flops_per_second = std::stod(argv[3]),
+                                       .link_bytes_per_second = std::stod(argv[4]),
+                                       .link_latency_seconds = std::stod(argv[5])}}};
+  } else if (argc != 1) {
+    std::fprintf(stderr, "usage: simulate_predict [--machine NAME GEMM_FLOPS LINK_BYTES LINK_LATENCY] < cells\n");
+    return 2;
+  }
   int p = 0;
   std::string shape;
   std::int64_t m = 0, k = 0, n = 0;
@@ -60,7 +73,7 @@ int main() {
         if (!cells[i].choice.found) continue;
         const sw::PredictedTime t = sw::predicted_time(machine, cells[i].mesh, problem, cells[i].choice);
         predicted[i] = t.seconds;
-        std::printf("cell\t%s\t%d\t%s\t%s\t%.6f\t%.6f\t%s\n", platform, p, shape.c_str(), names[i], t.seconds,
+        std::printf("cell\t%s\t%d\t%s\t%s\t%.6f\t%.6f\t%s\n", platform.c_str(), p, shape.c_str(), names[i], t.seconds,
                     t.compute_seconds, text_of(cells[i]).c_str());
       }
       const sw::MeshedMatmulChoice by_time =
@@ -74,7 +87,7 @@ int main() {
           same_as = names[i];
           break;
         }
-      std::printf("time\t%s\t%d\t%s\t%s\t%.6f\t%.6f\t%s\t%.6f\n", platform, p, shape.c_str(), same_as,
+      std::printf("time\t%s\t%d\t%s\t%s\t%.6f\t%.6f\t%s\t%.6f\n", platform.c_str(), p, shape.c_str(), same_as,
                   by_time.predicted->seconds, by_time.predicted->compute_seconds, chosen_text.c_str(), predicted[0]);
     }
   }
