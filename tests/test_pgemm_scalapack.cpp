@@ -481,7 +481,8 @@ int main(int argc, char** argv) {
     };
     refused("TRANSA", "TRANSA is not", 'X', 4, 0);
     refused("sub(A) too large", "sub(A) reaches past", 'N', 4, 0, 3);
-    refused("DTYPE", "DESCA(DTYPE_) is 2", 'N', 4, 0, 0, 2);
+    refused("DTYPE", "DESCA(DTYPE_) is 3", 'N', 4, 0, 0, 3);
+    refused("DTYPE 2, IMB > MB", "DESCA is of DTYPE_ 2 with IMB_", 'N', 4, 0, 0, 2);
     refused("contexts", "different BLACS contexts", 'N', 4, 0, 0, 1, 1);
     if (size > 1) refused("M differs", "differ across the ranks", 'N', world == size - 1 ? 3 : 4, 0);
     // LLD below the local rows on the last rank only: its reason there, the others' here.
@@ -530,7 +531,7 @@ int main(int argc, char** argv) {
   const bool gathered_ran = size == 1 || stats.gathered > 0;
   if (!gathered_ran && world == 0) std::printf("FAIL: no call ran gathered\n");
   // The refusals above, and the last rank's own LLD_ refusal of the local call.
-  const std::int64_t refusals = (size > 1 ? 6 : 5) + (world == size - 1 ? 1 : 0);
+  const std::int64_t refusals = (size > 1 ? 7 : 6) + (world == size - 1 ? 1 : 0);
   MPI_Finalize();
   return failures.count == 0 && fallbacks == 0 && in_place_ran && reduced_ran && gathered_ran && stats.local > 0 && stats.not_covered == refusals
              ? 0

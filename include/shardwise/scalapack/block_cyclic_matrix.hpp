@@ -93,7 +93,9 @@ class BlockCyclicMatrix {
     std::copy(desc, desc + 9, v.desc_.begin());
     v.data_ = local;
     const Descriptor d = Descriptor::from(desc);
-    std::string problem = detail::check_operand("A", d, v.grid_, 1, 1, 0, 0);
+    // Its accessors read the 9 integers of DTYPE 1 (pgemm() and the others also take DTYPE 2).
+    std::string problem = desc[0] != 1 ? "DESCA(DTYPE_) is " + std::to_string(desc[0]) + ", not 1 (dense block-cyclic)"
+                                       : detail::check_operand("A", d, v.grid_, 1, 1, 0, 0);
     int bad = problem.empty() ? 0 : 1;
     MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, v.grid_.comm);
     if (bad) {

@@ -90,20 +90,15 @@ inline PgemmStats pgemm_stats() { return detail::stats(); }
 /// Sets the counts back to zero.
 inline void reset_pgemm_stats() { detail::stats() = {}; }
 
-/// sub(C) := alpha op(sub(A)) op(sub(B)) + beta sub(C), collective over `grid` (see the top of
-/// this file), but for the calls that need no communication (see "local" in the body). Not covered (the same on every rank, with the reason): arguments out of
-/// ScaLAPACK's rules, A, B and C on different contexts, arguments that differ across ranks,
-/// no plan within the memory budget, and an operand of more than 2^31 - 1 elements.
+namespace detail {
+
+/// pgemm() on operands as their Descriptors count them (Descriptor::row, col, origin): what
+/// pgemm() runs once it has read the descriptors, and what psymm() and psyrk() call on theirs.
 template <typename Scalar>
-PgemmOutcome pgemm(char transa, char transb, int m, int n, int k, Scalar alpha, const Scalar* a, int ia, int ja,
-                   const int* desca, const Scalar* b, int ib, int jb, const int* descb, Scalar beta, Scalar* c, int ic,
-                   int jc, const int* descc, const Grid& grid) {
-  static_assert(shardwise::detail::is_array_scalar_v<Scalar>,
-                "shardwise::scalapack::pgemm: the scalar must be float, double, std::complex<float> or "
-                "std::complex<double> (psgemm, pdgemm, pcgemm, pzgemm)");
-  using namespace detail;
+PgemmOutcome pgemm_described(char transa, char transb, int m, int n, int k, Scalar alpha, const Scalar* a, int ia,
+                             int ja, const Descriptor& da, const Scalar* b, int ib, int jb, const Descriptor& db,
+                             Scalar beta, Scalar* c, int ic, int jc, const Descriptor& dc, const Grid& grid) {
   ++stats().calls;
-  const Descriptor da = Descriptor::from(desca), db = Descriptor::from(descb), dc = Descriptor::from(descc);
   const int opa = op_code(transa), opb = op_code(transb);
   const std::string problem = check_arguments(opa, opb, m, n, k, da, ia, ja, db, ib, jb, dc, ic, jc, grid, true);
 
@@ -298,6 +293,27 @@ PgemmOutcome pgemm(char transa, char transb, int m, int n, int k, Scalar alpha, 
   blocks_to_block_cyclic(w.c, plan->rect_c, grid, sub_c, alpha, beta, w);
   ++stats().planned;
   return {};
+}
+
+}  // namespace detail
+
+/// sub(C) := alpha op(sub(A)) op(sub(B)) + beta sub(C), collective over `grid` (see the top of
+/// this file), but for the calls that need no communication (see "local" in
+/// detail::pgemm_described). Descriptors of DTYPE 1 or 2 (Descriptor). Not covered (the same on
+/// every rank, with the reason): arguments out of ScaLAPACK's rules, A, B and C on different
+/// contexts, arguments that differ across ranks, no plan within the memory budget, and an
+/// operand of more than 2^31 - 1 elements.
+template <typename Scalar>
+PgemmOutcome pgemm(char transa, char transb, int m, int n, int k, Scalar alpha, const Scalar* a, int ia, int ja,
+                   const int* desca, const Scalar* b, int ib, int jb, const int* descb, Scalar beta, Scalar* c, int ic,
+                   int jc, const int* descc, const Grid& grid) {
+  static_assert(shardwise::detail::is_array_scalar_v<Scalar>,
+                "shardwise::scalapack::pgemm: the scalar must be float, double, std::complex<float> or "
+                "std::complex<double> (psgemm, pdgemm, pcgemm, pzgemm)");
+  const Descriptor da = Descriptor::from(desca), db = Descriptor::from(descb), dc = Descriptor::from(descc);
+  return detail::pgemm_described<Scalar>(transa, transb, m, n, k, alpha, da.origin(a, grid), da.row(ia), da.col(ja),
+                                         da, db.origin(b, grid), db.row(ib), db.col(jb), db, beta,
+                                         dc.origin(c, grid), dc.row(ic), dc.col(jc), dc, grid);
 }
 
 }  // namespace shardwise::scalapack

@@ -8,6 +8,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <climits>
 #include <complex>
 #include <cstdint>
 #include <string>
@@ -29,24 +30,56 @@ struct Grid {
   int col = 0;                    ///< This process's MYCOL.
 };
 
-/// A ScaLAPACK array descriptor (DTYPE_ = 1: dense block-cyclic; the 9 integers in order).
+/// A ScaLAPACK array descriptor: DTYPE_ 1 (BLOCK_CYCLIC_2D, 9 integers) or 2
+/// (BLOCK_CYCLIC_2D_INB, 11: IMB_ and INB_, the first block's rows and columns, before MB_).
+/// A DTYPE 2 matrix whose first block is no larger than the others (1 <= IMB <= MB, 1 <= INB <=
+/// NB) is read as the DTYPE 1 matrix it ends: that one has MB - IMB rows and NB - INB columns
+/// more at its start (row_pad, col_pad), in the first block of RSRC's process row and CSRC's
+/// process column, which no local array stores. row(), col() and origin() move the caller's IA,
+/// JA and local array into it, so that every routine works on DTYPE 1 alone; the pad lies
+/// before every submatrix and is never read. Other DTYPE 2 descriptors keep dtype 2, which the
+/// routines refuse (the drop-in hands those calls to ScaLAPACK).
 struct Descriptor {
-  int dtype = 1;    ///< DTYPE_: 1 for a dense matrix.
+  int dtype = 1;    ///< DTYPE_: 1 for a dense matrix (2 only for a DTYPE 2 one not read as DTYPE 1).
   int context = 0;  ///< CTXT_: the BLACS context of the grid.
-  int m = 0;        ///< M_: global rows.
-  int n = 0;        ///< N_: global columns.
+  int m = 0;        ///< M_: global rows (with row_pad).
+  int n = 0;        ///< N_: global columns (with col_pad).
   int mb = 1;       ///< MB_: rows per block.
   int nb = 1;       ///< NB_: columns per block.
   int rsrc = 0;     ///< RSRC_: the process row of the first block row.
   int csrc = 0;     ///< CSRC_: the process column of the first block column.
   int lld = 1;      ///< LLD_: the leading dimension of the local array.
+  int row_pad = 0;  ///< DTYPE 2: MB_ - IMB_, the rows before the caller's first.
+  int col_pad = 0;  ///< DTYPE 2: NB_ - INB_, the columns before the caller's first.
 
-  /// From the 9 integers of DESC.
-  static Descriptor from(const int* d) { return {d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7], d[8]}; }
+  /// From the integers of DESC (9 for DTYPE 1, 11 for DTYPE 2).
+  static Descriptor from(const int* d) {
+    if (d[0] != 2) return {d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7], d[8]};
+    Descriptor r{2, d[1], d[2], d[3], d[6], d[7], d[8], d[9], d[10]};
+    const int imb = d[4], inb = d[5];
+    if (imb >= 1 && inb >= 1 && imb <= r.mb && inb <= r.nb && r.m >= 0 && r.n >= 0 && r.m <= INT_MAX - r.mb &&
+        r.n <= INT_MAX - r.nb) {
+      r.dtype = 1, r.row_pad = r.mb - imb, r.col_pad = r.nb - inb;
+      r.m += r.row_pad, r.n += r.col_pad;
+    }
+    return r;
+  }
   /// The distribution of the rows on grid `g`.
   [[nodiscard]] BlockCyclicDim row_dim(const Grid& g) const { return {m, mb, rsrc, g.rows}; }
   /// The distribution of the columns on grid `g`.
   [[nodiscard]] BlockCyclicDim col_dim(const Grid& g) const { return {n, nb, csrc, g.cols}; }
+  /// The caller's IA as this descriptor counts rows.
+  [[nodiscard]] int row(int ia) const { return ia + row_pad; }
+  /// The caller's JA as this descriptor counts columns.
+  [[nodiscard]] int col(int ja) const { return ja + col_pad; }
+  /// The caller's local array as this descriptor's on grid process (g.row, g.col): the first
+  /// block's process row stores no pad rows, so its local row r is this one's r + row_pad
+  /// (columns likewise). Only elements at or after the caller's first are ever addressed.
+  template <typename Pointer>
+  [[nodiscard]] Pointer origin(Pointer local, const Grid& g) const {
+    const std::int64_t shift = (g.row == rsrc ? row_pad : 0) + (g.col == csrc ? std::int64_t{col_pad} * lld : 0);
+    return shift == 0 || local == nullptr ? local : local - shift;
+  }
 };
 
 /// How a call ended.
@@ -193,20 +226,26 @@ pgemm_workspace<Scalar>& workspace() {
   return w;
 }
 
-/// Why an argument is out of ScaLAPACK's rules on this rank (empty: none). With `lld` false,
+/// Why an argument is out of ScaLAPACK's rules on this rank (empty: none); `i` and `j` as `d`
+/// counts them (Descriptor::row, col). With `lld` false,
 /// without the one check whose verdict may differ between processes that pass the same
 /// arguments (LLD_ against this process's local rows).
 inline std::string check_operand(const char* name, const Descriptor& d, const Grid& g, int i, int j,
                                  std::int64_t rows, std::int64_t cols, bool lld = true) {
   const std::string n = name;
-  if (d.dtype != 1) return "DESC" + n + "(DTYPE_) is " + std::to_string(d.dtype) + ", not 1 (dense block-cyclic)";
+  if (d.dtype == 2)
+    return "DESC" + n + " is of DTYPE_ 2 with IMB_ or INB_ below 1 or above MB_ or NB_ (a first block larger than "
+                        "the others is not computed here)";
+  if (d.dtype != 1)
+    return "DESC" + n + "(DTYPE_) is " + std::to_string(d.dtype) + ", not 1 or 2 (dense block-cyclic)";
   if (d.m < 0 || d.n < 0) return "DESC" + n + " has a negative extent";
   if (d.mb < 1 || d.nb < 1) return "DESC" + n + "'s block sizes MB and NB must be at least 1";
   if (d.rsrc < 0 || d.rsrc >= g.rows || d.csrc < 0 || d.csrc >= g.cols)
     return "DESC" + n + "'s RSRC/CSRC are outside the grid";
-  if (lld && d.lld < std::max<std::int64_t>(1, d.row_dim(g).local_extent(g.row)))
-    return "DESC" + n + "(LLD_) is smaller than the local rows";
-  if (i < 1 || j < 1) return "I" + n + " and J" + n + " must be at least 1";
+  // A DTYPE 2 array stores no pad rows (Descriptor).
+  const std::int64_t stored_rows = d.row_dim(g).local_extent(g.row) - (g.row == d.rsrc ? d.row_pad : 0);
+  if (lld && d.lld < std::max<std::int64_t>(1, stored_rows)) return "DESC" + n + "(LLD_) is smaller than the local rows";
+  if (i - d.row_pad < 1 || j - d.col_pad < 1) return "I" + n + " and J" + n + " must be at least 1";
   if (rows > 0 && cols > 0 && (i - 1 + rows > d.m || j - 1 + cols > d.n))
     return "sub(" + n + ") reaches past the global " + n;
   return {};

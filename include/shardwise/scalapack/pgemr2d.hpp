@@ -49,10 +49,10 @@ inline Grid place_in(int context, bool& member) {
   return g;
 }
 
-/// A side of the copy as this process sees it locally (ranks left empty).
-inline BlockCyclicSide local_side(const int* desc, bool member, const Grid& g, int i, int j) {
+/// A side of the copy as this process sees it locally (ranks left empty); `i` and `j` as `d`
+/// counts them.
+inline BlockCyclicSide local_side(const Descriptor& d, bool member, const Grid& g, int i, int j) {
   if (!member) return {};
-  const Descriptor d = Descriptor::from(desc);
   return {d.row_dim(g), d.col_dim(g), i - 1, j - 1, d.lld, {}, g.row, g.col};
 }
 
@@ -61,11 +61,11 @@ constexpr std::size_t side_fields = 13;  // member, row, col, rows, cols, M_, N_
 constexpr std::size_t head_fields = 4;   // verdict, M, N, scalar bytes
 constexpr std::size_t record_fields = head_fields + 2 * side_fields;
 
-inline void put_side(std::int64_t* at, bool member, const Grid& g, const int* desc, int i, int j) {
+inline void put_side(std::int64_t* at, bool member, const Grid& g, const Descriptor& d, int i, int j) {
   at[0] = member ? 1 : 0;
   if (!member) return;
-  const std::array<std::int64_t, side_fields - 1> fields{g.row,   g.col,   g.rows,  g.cols,  desc[2], desc[3],
-                                                         desc[4], desc[5], desc[6], desc[7], i,       j};
+  const std::array<std::int64_t, side_fields - 1> fields{g.row, g.col, g.rows, g.cols, d.m, d.n,
+                                                         d.mb,  d.nb,  d.rsrc, d.csrc, i,   j};
   std::copy(fields.begin(), fields.end(), at + 1);
 }
 
@@ -116,9 +116,10 @@ std::int64_t pgemr2d_sent_bytes(int m, int n, int ia, int ja, const int* desca, 
   if (m <= 0 || n <= 0) return 0;
   bool in_a = false, in_b = false;
   const Grid grid_a = detail::place_in(desca[1], in_a), grid_b = detail::place_in(descb[1], in_b);
+  const Descriptor da = in_a ? Descriptor::from(desca) : Descriptor{}, db = in_b ? Descriptor::from(descb) : Descriptor{};
   return static_cast<std::int64_t>(sizeof(Scalar)) *
-         detail::copy_sent_elements({m, n, false}, detail::local_side(desca, in_a, grid_a, ia, ja),
-                                    detail::local_side(descb, in_b, grid_b, ib, jb));
+         detail::copy_sent_elements({m, n, false}, detail::local_side(da, in_a, grid_a, da.row(ia), da.col(ja)),
+                                    detail::local_side(db, in_b, grid_b, db.row(ib), db.col(jb)));
 }
 
 /// sub(B) := sub(A), collective over the grid of `ictxt` (see the top of this file). `a` and
@@ -155,14 +156,19 @@ PgemmOutcome pgemr2d(int m, int n, const Scalar* a, int ia, int ja, const int* d
   // This process's places and verdict, then everyone's.
   bool in_a = false, in_b = false;
   const Grid grid_a = place_in(desca[1], in_a), grid_b = place_in(descb[1], in_b);
+  // A's descriptor is read on A's grid only, B's on B's; from here on each operand as its
+  // Descriptor counts it (DTYPE 2 as DTYPE 1).
+  const Descriptor da = in_a ? Descriptor::from(desca) : Descriptor{}, db = in_b ? Descriptor::from(descb) : Descriptor{};
+  if (in_a) a = da.origin(a, grid_a), ia = da.row(ia), ja = da.col(ja);
+  if (in_b) b = db.origin(b, grid_b), ib = db.row(ib), jb = db.col(jb);
   std::string problem;
   if (m < 0 || n < 0) problem = "M and N must not be negative";
-  if (problem.empty() && in_a) problem = check_operand("A", Descriptor::from(desca), grid_a, ia, ja, m, n);
-  if (problem.empty() && in_b) problem = check_operand("B", Descriptor::from(descb), grid_b, ib, jb, m, n);
+  if (problem.empty() && in_a) problem = check_operand("A", da, grid_a, ia, ja, m, n);
+  if (problem.empty() && in_b) problem = check_operand("B", db, grid_b, ib, jb, m, n);
   std::array<std::int64_t, record_fields> mine{};
   mine[0] = problem.empty() ? 0 : 1, mine[1] = m, mine[2] = n, mine[3] = static_cast<std::int64_t>(sizeof(Scalar));
-  put_side(mine.data() + head_fields, in_a, grid_a, desca, ia, ja);
-  put_side(mine.data() + head_fields + side_fields, in_b, grid_b, descb, ib, jb);
+  put_side(mine.data() + head_fields, in_a, grid_a, da, ia, ja);
+  put_side(mine.data() + head_fields + side_fields, in_b, grid_b, db, ib, jb);
   std::vector<std::int64_t> records(static_cast<std::size_t>(ranks) * record_fields);
   MPI_Allgather(mine.data(), static_cast<int>(record_fields), MPI_INT64_T, records.data(),
                 static_cast<int>(record_fields), MPI_INT64_T, comm);
@@ -173,9 +179,9 @@ PgemmOutcome pgemr2d(int m, int n, const Scalar* a, int ia, int ja, const int* d
       return refuse("the processes disagree on M, N or the scalar type");
   }
   BlockCyclicSide source, target;
-  std::string inconsistent = gather_side(records, ranks, head_fields, "A", local_side(desca, in_a, grid_a, ia, ja), source);
+  std::string inconsistent = gather_side(records, ranks, head_fields, "A", local_side(da, in_a, grid_a, ia, ja), source);
   if (inconsistent.empty())
-    inconsistent = gather_side(records, ranks, head_fields + side_fields, "B", local_side(descb, in_b, grid_b, ib, jb), target);
+    inconsistent = gather_side(records, ranks, head_fields + side_fields, "B", local_side(db, in_b, grid_b, ib, jb), target);
   if (!inconsistent.empty()) return refuse(inconsistent);
   const CopyShape shape{m, n, false};
   if (!copy_fits_int(shape)) return refuse("sub(A) has more than 2^31 - 1 elements");

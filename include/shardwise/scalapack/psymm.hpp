@@ -70,14 +70,16 @@ std::vector<Scalar>& level3_workspace(const Descriptor& d, const Grid& grid) {
   return w;
 }
 
-/// pgemm() with its bytes and flops counted in `stats`; false (with `reason`) when it refused.
+/// pgemm_described() with its bytes and flops counted in `stats`; false (with `reason`) when it
+/// refused.
 template <typename Scalar>
 bool counted_pgemm(Level3Stats& stats, std::string& reason, char transa, char transb, int m, int n, int k,
-                   Scalar alpha, const Scalar* a, int ia, int ja, const int* desca, const Scalar* b, int ib, int jb,
-                   const int* descb, Scalar beta, Scalar* c, int ic, int jc, const int* descc, const Grid& grid) {
+                   Scalar alpha, const Scalar* a, int ia, int ja, const Descriptor& da, const Scalar* b, int ib,
+                   int jb, const Descriptor& db, Scalar beta, Scalar* c, int ic, int jc, const Descriptor& dc,
+                   const Grid& grid) {
   const PgemmStats before = pgemm_stats();
   const PgemmOutcome o =
-      pgemm<Scalar>(transa, transb, m, n, k, alpha, a, ia, ja, desca, b, ib, jb, descb, beta, c, ic, jc, descc, grid);
+      pgemm_described<Scalar>(transa, transb, m, n, k, alpha, a, ia, ja, da, b, ib, jb, db, beta, c, ic, jc, dc, grid);
   const PgemmStats after = pgemm_stats();
   ++stats.gemm_calls;
   stats.gemm_bytes += after.redistributed_bytes - before.redistributed_bytes + after.plan_bytes - before.plan_bytes;
@@ -121,7 +123,8 @@ std::int64_t psymm_sent_bytes(char side, int m, int n, Scalar alpha, int ia, int
                               const Grid& grid) {
   if (m == 0 || n == 0 || alpha == Scalar(0)) return 0;
   const std::int64_t k = detail::is_option(side, 'L') ? m : n;
-  const detail::BlockCyclicSide a = detail::grid_side(Descriptor::from(desca), grid, ia, ja);
+  const Descriptor da = Descriptor::from(desca);
+  const detail::BlockCyclicSide a = detail::grid_side(da, grid, da.row(ia), da.col(ja));
   return static_cast<std::int64_t>(sizeof(Scalar)) * detail::copy_sent_elements({k, k, true}, a, a);
 }
 
@@ -140,6 +143,10 @@ PgemmOutcome psymm(bool hermitian, char side, char uplo, int m, int n, Scalar al
   Level3Stats& stats = psymm_stats_storage();
   ++stats.calls;
   const Descriptor da = Descriptor::from(desca), db = Descriptor::from(descb), dc = Descriptor::from(descc);
+  // From here on every operand as its Descriptor counts it (DTYPE 2 as DTYPE 1).
+  a = da.origin(a, grid), ia = da.row(ia), ja = da.col(ja);
+  b = db.origin(b, grid), ib = db.row(ib), jb = db.col(jb);
+  c = dc.origin(c, grid), ic = dc.row(ic), jc = dc.col(jc);
   const std::string problem = check_psymm(side, uplo, m, n, da, ia, ja, db, ib, jb, dc, ic, jc, grid, true);
   const auto refuse = [&](std::string reason) {
     ++stats.not_covered;
@@ -169,14 +176,14 @@ PgemmOutcome psymm(bool hermitian, char side, char uplo, int m, int n, Scalar al
 
   // The full sub(A) in the workspace: its (conjugate) transpose everywhere, then the stored
   // triangle (p?hemm: a real diagonal) from A's own array.
-  std::vector<Scalar>& full = level3_workspace<Scalar>(da, grid);
+  Scalar* const full = da.origin(level3_workspace<Scalar>(da, grid).data(), grid);  // laid out as A
   const BlockCyclicSide side_a = grid_side(da, grid, ia, ja);
   RedistributionStats copied;
   if (conjugate)
-    copy(grid.comm, shape, side_a, a, side_a, full.data(), [](Scalar& into, const Scalar& v) { into = conjugated(v); },
+    copy(grid.comm, shape, side_a, a, side_a, full, [](Scalar& into, const Scalar& v) { into = conjugated(v); },
          copied);
   else
-    copy(grid.comm, shape, side_a, a, side_a, full.data(), [](Scalar& into, const Scalar& v) { into = v; }, copied);
+    copy(grid.comm, shape, side_a, a, side_a, full, [](Scalar& into, const Scalar& v) { into = v; }, copied);
   stats.copy_bytes += copied.sent_bytes;
   stats.messages += copied.messages;
   for_each_held(da.row_dim(grid), da.col_dim(grid), grid.row, grid.col, Rect{ia - 1, ja - 1, k, k}, da.lld,
@@ -189,10 +196,10 @@ PgemmOutcome psymm(bool hermitian, char side, char uplo, int m, int n, Scalar al
 
   std::string reason;
   const bool done =
-      left ? counted_pgemm<Scalar>(stats, reason, 'N', 'N', m, n, m, alpha, full.data(), ia, ja, desca, b, ib, jb,
-                                   descb, beta, c, ic, jc, descc, grid)
-           : counted_pgemm<Scalar>(stats, reason, 'N', 'N', m, n, n, alpha, b, ib, jb, descb, full.data(), ia, ja,
-                                   desca, beta, c, ic, jc, descc, grid);
+      left ? counted_pgemm<Scalar>(stats, reason, 'N', 'N', m, n, m, alpha, full, ia, ja, da, b, ib, jb, db, beta, c,
+                                   ic, jc, dc, grid)
+           : counted_pgemm<Scalar>(stats, reason, 'N', 'N', m, n, n, alpha, b, ib, jb, db, full, ia, ja, da, beta, c,
+                                   ic, jc, dc, grid);
   if (!done) return refuse(reason);
   ++stats.computed;
   return {};

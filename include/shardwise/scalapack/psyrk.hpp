@@ -104,6 +104,9 @@ PgemmOutcome psyrk(bool hermitian, char uplo, char trans, int n, int k, Scalar a
   Level3Stats& stats = psyrk_stats_storage();
   ++stats.calls;
   const Descriptor da = Descriptor::from(desca), dc = Descriptor::from(descc);
+  // From here on both operands as their Descriptors count them (DTYPE 2 as DTYPE 1).
+  a = da.origin(a, grid), ia = da.row(ia), ja = da.col(ja);
+  c = dc.origin(c, grid), ic = dc.row(ic), jc = dc.col(jc);
   const bool complex = shardwise::detail::is_complex_v<Scalar>;
   const bool herk = hermitian && complex;
   const int op = syrk_op(trans, herk, complex);
@@ -138,7 +141,7 @@ PgemmOutcome psyrk(bool hermitian, char uplo, char trans, int n, int k, Scalar a
 
   // alpha op(A) op(A)^T into the workspace, panel by panel: op(sub(A))'s rows from r on start
   // at A(IA + r, JA) ('N') or A(IA, JA + r); op(sub(A))^T's columns likewise.
-  std::vector<Scalar>& product = level3_workspace<Scalar>(dc, grid);
+  Scalar* const product = dc.origin(level3_workspace<Scalar>(dc, grid).data(), grid);  // laid out as C
   const char op_a = op == 0 ? 'N' : op == 1 ? 'T' : 'C';
   const char op_b = op != 0 ? 'N' : herk ? 'C' : 'T';
   const auto row_of = [&](int r) { return op == 0 ? ia + r : ia; };
@@ -150,14 +153,13 @@ PgemmOutcome psyrk(bool hermitian, char uplo, char trans, int n, int k, Scalar a
   for (int j0 = 0; j0 < n; j0 += step) {
     const int w = std::min(step, n - j0);
     const int r0 = upper ? 0 : j0, rows = upper ? j0 + w : n - j0;
-    if (!counted_pgemm<Scalar>(stats, reason, op_a, op_b, rows, w, k, alpha, a, row_of(r0), col_of(r0), desca, a,
-                               row_of(j0), col_of(j0), desca, Scalar(0), product.data(), ic + r0, jc + j0, descc,
-                               grid))
+    if (!counted_pgemm<Scalar>(stats, reason, op_a, op_b, rows, w, k, alpha, a, row_of(r0), col_of(r0), da, a,
+                               row_of(j0), col_of(j0), da, Scalar(0), product, ic + r0, jc + j0, dc, grid))
       return refuse(reason);  // C not written yet: PBLAS can take the call from the start
   }
   const bool read_c = beta != Scalar(0);
   for_each_in_triangle(c, dc, ic, jc, n, upper, grid, [&](Scalar& x, std::int64_t offset, bool diagonal) {
-    const Scalar v = product[static_cast<std::size_t>(offset)];
+    const Scalar v = product[offset];
     x = read_c ? v + beta * x : v;
     finish(x, diagonal);
   });

@@ -67,8 +67,9 @@ template <typename Scalar>
 std::int64_t ptran_sent_bytes(int m, int n, Scalar alpha, int ia, int ja, const int* desca, int ic, int jc,
                               const int* descc, const Grid& grid) {
   if (m == 0 || n == 0 || alpha == Scalar(0)) return 0;
-  const detail::BlockCyclicSide source = detail::grid_side(Descriptor::from(desca), grid, ia, ja);
-  const detail::BlockCyclicSide target = detail::grid_side(Descriptor::from(descc), grid, ic, jc);
+  const Descriptor da = Descriptor::from(desca), dc = Descriptor::from(descc);
+  const detail::BlockCyclicSide source = detail::grid_side(da, grid, da.row(ia), da.col(ja));
+  const detail::BlockCyclicSide target = detail::grid_side(dc, grid, dc.row(ic), dc.col(jc));
   return static_cast<std::int64_t>(sizeof(Scalar)) * detail::copy_sent_elements({m, n, true}, source, target);
 }
 
@@ -87,6 +88,9 @@ PgemmOutcome ptran(bool conjugate, int m, int n, Scalar alpha, const Scalar* a, 
   RedistributionStats& stats = ptran_stats_storage();
   ++stats.calls;
   const Descriptor da = Descriptor::from(desca), dc = Descriptor::from(descc);
+  // From here on both operands as their Descriptors count them (DTYPE 2 as DTYPE 1).
+  a = da.origin(a, grid), ia = da.row(ia), ja = da.col(ja);
+  c = dc.origin(c, grid), ic = dc.row(ic), jc = dc.col(jc);
   const std::string problem = check_ptran(m, n, da, ia, ja, dc, ic, jc, grid, true);
   const auto refuse = [&](std::string reason) {
     ++stats.not_covered;
