@@ -103,6 +103,86 @@ LocalArray<T> make_array(const sc::Grid& g, int context, int rows, int cols, int
   return x;
 }
 
+/// A DTYPE 2 (BLOCK_CYCLIC_2D_INB) twin of a DTYPE 1 local array: the same matrix without its
+/// first `rows` rows and `cols` columns (fewer than MB and NB: IMB = MB - rows, INB = NB - cols),
+/// so that a call on the twin with IA - rows, JA - cols is the call on the original with IA, JA.
+/// Its local array is the original's without those rows and columns, which the first block's
+/// process row and column held; LLD is kept, so each local column ends in `rows` more rows of
+/// padding there (-7).
+template <typename T>
+struct FirstBlockTwin {
+  std::vector<T> data;
+  int desc[11]{};
+  int row_cut = 0, col_cut = 0;  ///< the local rows and columns cut on this process
+  std::size_t columns = 0;       ///< the twin's local columns
+
+  /// Writes the twin's elements back into the original's local array (`original`, the
+  /// original's LLD and layout); the number of the twin's own padding elements that changed.
+  int put_back(T* original) const {
+    const auto lld = static_cast<std::size_t>(desc[10]), rows = lld - static_cast<std::size_t>(row_cut);
+    int changed = 0;
+    for (std::size_t j = 0; j < columns; ++j) {
+      for (std::size_t i = 0; i < rows; ++i)
+        original[(j + static_cast<std::size_t>(col_cut)) * lld + i + static_cast<std::size_t>(row_cut)] = data[j * lld + i];
+      for (std::size_t i = rows; i < lld; ++i) changed += !identical(data[j * lld + i], T(-7));
+    }
+    return changed;
+  }
+};
+
+/// The twin of the DTYPE 1 local array `data` with descriptor `desc` on grid `g` without the
+/// matrix's first `rows` rows and `cols` columns (see FirstBlockTwin).
+template <typename T>
+FirstBlockTwin<T> first_block_twin(const sc::Grid& g, const std::vector<T>& data, const int* desc, int rows, int cols) {
+  FirstBlockTwin<T> x;
+  const int lld = desc[8];
+  const int twin[11] = {2, desc[1], desc[2] - rows, desc[3] - cols, desc[4] - rows, desc[5] - cols, desc[4], desc[5],
+                        desc[6], desc[7], lld};
+  std::copy(std::begin(twin), std::end(twin), x.desc);
+  x.row_cut = g.row == desc[6] ? rows : 0;
+  x.col_cut = g.col == desc[7] ? cols : 0;
+  const auto l = static_cast<std::size_t>(lld);
+  const std::size_t local_cols = data.size() / l - static_cast<std::size_t>(x.col_cut);
+  x.columns = local_cols;
+  x.data.assign(l * std::max<std::size_t>(1, local_cols), T(-7));
+  for (std::size_t j = 0; j < local_cols; ++j)
+    for (std::size_t i = 0; i + static_cast<std::size_t>(x.row_cut) < l; ++i)
+      x.data[j * l + i] = data[(j + static_cast<std::size_t>(x.col_cut)) * l + i + static_cast<std::size_t>(x.row_cut)];
+  return x;
+}
+
+/// An operand as the call under test gets it: the original local array, descriptor, I and J,
+/// or (`twinned`) its DTYPE 2 twin, cut at random within the first block and before sub(X).
+/// `twinned` must be drawn alike on every process (from the grid's shared rng), which then
+/// draws the cut alike; a process outside the grid (`member` false) passes the original.
+template <typename T>
+class Passed {
+ public:
+  Passed(const sc::Grid& g, std::mt19937_64& rng, bool twinned, const std::vector<T>& data, const int* desc, int i,
+         int j, bool member = true)
+      : original_(data), original_desc_(desc), i_(i), j_(j) {
+    if (!twinned) return;
+    const auto rows = static_cast<int>(rng() % 64), cols = static_cast<int>(rng() % 64);
+    if (!member) return;
+    twinned_ = true;
+    twin_ = first_block_twin(g, data, desc, rows % std::min(desc[4], i), cols % std::min(desc[5], j));
+    i_ -= rows % std::min(desc[4], i), j_ -= cols % std::min(desc[5], j);
+  }
+  [[nodiscard]] T* data() { return twinned_ ? twin_.data.data() : const_cast<T*>(original_.data()); }
+  [[nodiscard]] const int* desc() const { return twinned_ ? twin_.desc : original_desc_; }
+  [[nodiscard]] const int& i() const { return i_; }
+  [[nodiscard]] const int& j() const { return j_; }
+  /// After the call: the twin's elements into `original`; how many of its padding changed.
+  int put_back(std::vector<T>& original) const { return twinned_ ? twin_.put_back(original.data()) : 0; }
+
+ private:
+  const std::vector<T>& original_;
+  const int* original_desc_;
+  FirstBlockTwin<T> twin_;
+  int i_, j_;
+  bool twinned_ = false;
+};
+
 /// The comparison of two results of one call from the same `before`, over the grid: the
 /// largest reference element and difference where `writable(i, j)` (global indices), and the
 /// elements elsewhere (LLD padding included) not bit for bit as before, plus NaN mismatches.

@@ -168,6 +168,10 @@ void run_case(const MappedGrid& ga, const MappedGrid& gb, int ictxt, std::mt1993
   const auto a = make_array<T>(ga, a_rows, a_cols, mba, nba, ra, ca, pad_a, seed, sub_a, true);
   const auto b = make_array<T>(gb, b_rows, b_cols, mbb, nbb, rb, cb, pad_b, seed + 1, {0, 0, b_rows, b_cols}, false);
   auto b_ref = b, b_sw = b;
+  // A third of the calls give shardwise DTYPE 2 twins of A and B (differential::Passed).
+  const bool twins = uniform(0, 2) == 0;
+  differential::Passed<T> a_ours(ga.place, rng, twins, a.data, a.desc, ia, ja, ga.member()),
+      b_ours(gb.place, rng, twins, b_sw.data, b_sw.desc, ib, jb, gb.member());
   sc::PgemmOutcome outcome;
   std::int64_t sent = 0, modeled = 0;  // the model is checked on shardwise::scalapack::pgemr2d's calls
   if (through_library) {
@@ -178,15 +182,19 @@ void run_case(const MappedGrid& ga, const MappedGrid& gb, int ictxt, std::mt1993
       MPI_Abort(MPI_COMM_WORLD, 1);
     }
     scalapack(&m, &n, a.data.data(), &ia, &ja, a.desc, b_ref.data.data(), &ib, &jb, b_ref.desc, &ictxt);
-    ours(&m, &n, a.data.data(), &ia, &ja, a.desc, b_sw.data.data(), &ib, &jb, b_sw.desc, &ictxt);
+    ours(&m, &n, a_ours.data(), &a_ours.i(), &a_ours.j(), a_ours.desc(), b_ours.data(), &b_ours.i(), &b_ours.j(),
+         b_ours.desc(), &ictxt);
   } else {
     reference_pgemr2d<T>(&m, &n, a.data.data(), &ia, &ja, a.desc, b_ref.data.data(), &ib, &jb, b_ref.desc, &ictxt);
     const std::int64_t sent_before = sc::pgemr2d_stats().sent_bytes;
-    outcome = sc::pgemr2d<T>(m, n, a.data.data(), ia, ja, a.desc, b_sw.data.data(), ib, jb, b_sw.desc, ictxt);
+    outcome = sc::pgemr2d<T>(m, n, a_ours.data(), a_ours.i(), a_ours.j(), a_ours.desc(), b_ours.data(), b_ours.i(),
+                             b_ours.j(), b_ours.desc(), ictxt);
     sent = sc::pgemr2d_stats().sent_bytes - sent_before;
-    modeled = sc::pgemr2d_sent_bytes<T>(m, n, ia, ja, a.desc, ib, jb, b.desc);
+    modeled = sc::pgemr2d_sent_bytes<T>(m, n, a_ours.i(), a_ours.j(), a_ours.desc(), b_ours.i(), b_ours.j(),
+                                        b_ours.desc());
   }
-  int flags[3] = {outcome.result != sc::PgemmResult::computed, 0, sent != modeled};
+  const int twin_padding_changed = b_ours.put_back(b_sw.data);
+  int flags[3] = {(outcome.result != sc::PgemmResult::computed) + twin_padding_changed, 0, sent != modeled};
   flags[1] = b_sw.data.size() != b_ref.data.size() ||
              std::memcmp(b_sw.data.data(), b_ref.data.data(), b_sw.data.size() * sizeof(T)) != 0;
   MPI_Allreduce(MPI_IN_PLACE, flags, 3, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
@@ -197,10 +205,10 @@ void run_case(const MappedGrid& ga, const MappedGrid& gb, int ictxt, std::mt1993
     MPI_Comm_rank(MPI_COMM_WORLD, &world);
     if (world == 0)
       std::printf("FAIL %s ICTXT %s, A on %dx%d, B on %dx%d: m %d n %d IA,JA %d,%d IB,JB %d,%d A MB %d NB %d RSRC %d "
-                  "CSRC %d, B MB %d NB %d RSRC %d CSRC %d: %d not computed, %d processes whose B differs, %d whose "
+                  "CSRC %d, B MB %d NB %d RSRC %d CSRC %d%s: %d not computed, %d processes whose B differs, %d whose "
                   "bytes differ from the model%s%s\n",
                   routine<T>(), text.c_str(), ga.place.rows, ga.place.cols, gb.place.rows, gb.place.cols, m, n, ia,
-                  ja, ib, jb, mba, nba, ra, ca, mbb, nbb, rb, cb, flags[0], flags[1], flags[2],
+                  ja, ib, jb, mba, nba, ra, ca, mbb, nbb, rb, cb, twins ? ", DTYPE 2 twins" : "", flags[0], flags[1], flags[2],
                   outcome.reason.empty() ? "" : ", not covered: ", outcome.reason.c_str());
   }
 }
