@@ -208,22 +208,33 @@ PgemmOutcome pgemm_described(char transa, char transb, int m, int n, int k, Scal
   // One all-reduce (minimum of x and of -x) makes every rank's verdict and arguments agree
   // (part of what they agree on: the descriptors' blocks and first processes decide the ways)
   // and gives each way's cost on the busiest rank.
-  constexpr std::size_t agreed = 17;
+  // The last value names the plan (its mesh and panel width): the same on every rank unless
+  // SHARDWISE_PGEMM_MACHINE or SHARDWISE_PGEMM_BUDGET_MIB differ across them.
+  constexpr std::size_t agreed = 18;
+  const std::int64_t plan_name =
+      plan == nullptr ? -1
+                      : ((std::int64_t{plan->cube.extent(0)} * 65536 + plan->cube.extent(1)) * 65536 +
+                         plan->cube.extent(2)) * 65536 + plan->planned.choice.panel_width;
   const std::array<std::int64_t, agreed> mine{problem.empty() ? 0 : 1, m, n, k, opa, opb, ia, ja, ib, jb, ic, jc,
                                               scalar_bytes, in_place_possible ? 1 : 0, split.possible ? 1 : 0,
-                                              split.line, gather};
+                                              split.line, gather, plan_name};
   std::array<std::int64_t, 2 * agreed + 8> both{};
   for (std::size_t i = 0; i < agreed; ++i) both[i] = mine[i], both[i + agreed] = -mine[i];
   for (std::size_t w = 0; w < costs.of.size(); ++w)
     both[2 * agreed + 2 * w] = -costs.of[w].bytes, both[2 * agreed + 2 * w + 1] = -costs.of[w].messages;
   MPI_Allreduce(MPI_IN_PLACE, both.data(), static_cast<int>(both.size()), MPI_INT64_T, MPI_MIN, grid.comm);
   bool differ = false;
-  for (std::size_t i = 1; i < agreed; ++i) differ = differ || both[i] != -both[i + agreed];
+  for (std::size_t i = 1; i + 1 < agreed; ++i) differ = differ || both[i] != -both[i + agreed];
   if (-both[agreed] != 0 || differ) {
     ++stats().not_covered;
     if (differ) return {PgemmResult::not_covered, "the arguments differ across the ranks of the grid"};
     return {PgemmResult::not_covered, problem.empty() ? "another rank's arguments are out of ScaLAPACK's rules"
                                                       : problem};
+  }
+  if (both[agreed - 1] != -both[2 * agreed - 1]) {
+    ++stats().not_covered;
+    return {PgemmResult::not_covered,
+            "the ranks chose different plans: SHARDWISE_PGEMM_MACHINE or SHARDWISE_PGEMM_BUDGET_MIB differ across them"};
   }
 
   // Every exchange then counts in int, as MPI_Alltoallv does: each element of an operand is

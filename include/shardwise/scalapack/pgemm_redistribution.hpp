@@ -10,9 +10,12 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <optional>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -122,13 +125,44 @@ inline std::int64_t budget_bytes(int ranks, std::int64_t m, std::int64_t n, std:
   return 4 * scalar_bytes * ((m * k + k * n + m * n) / ranks + 1) + (std::int64_t{16} << 20);
 }
 
+/// The machine SHARDWISE_PGEMM_MACHINE describes, if it is set: "GEMM_FLOPS,LINK_BYTES,LINK_LATENCY"
+/// (one rank's GEMM rate in flop/s, a link's bandwidth in bytes/s and latency in seconds, on a
+/// fat tree: what `benchmarks/simulate machine` prints for this machine), or "simulated_fat_tree"
+/// or "simulated_torus" (sw::machines). The redistributed way then runs the plan of least
+/// predicted time on it (AnyMeshOptions::machine) instead of the plan of fewest bytes. Read once;
+/// a value that is none of these is reported once on stderr and plans stay by bytes.
+inline const std::optional<Machine>& drop_in_machine() {
+  static const std::optional<Machine> machine = []() -> std::optional<Machine> {
+    const char* env = std::getenv("SHARDWISE_PGEMM_MACHINE");
+    if (env == nullptr || *env == '\0') return std::nullopt;
+    const std::string text = env;
+    if (text == "simulated_fat_tree") return machines::simulated_fat_tree;
+    if (text == "simulated_torus") return machines::simulated_torus;
+    Machine described{};
+    char rest = 0;
+    if (std::sscanf(env, "%lf,%lf,%lf%c", &described.gemm_flops_per_second, &described.link_bytes_per_second,
+                    &described.link_latency_seconds, &rest) == 3 &&
+        described.gemm_flops_per_second > 0 && described.link_bytes_per_second > 0 &&
+        described.link_latency_seconds >= 0)
+      return described;
+    std::fprintf(stderr,
+                 "shardwise p?gemm: SHARDWISE_PGEMM_MACHINE='%s' is neither GEMM_FLOPS,LINK_BYTES,LINK_LATENCY (each "
+                 "above 0, the latency 0 or more) nor simulated_fat_tree or simulated_torus; plans are chosen by "
+                 "bytes\n",
+                 env);
+    return std::nullopt;
+  }();
+  return machine;
+}
+
 inline const cached_plan* plan_for(int ranks, std::int64_t m, std::int64_t n, std::int64_t k, int scalar_bytes) {
   const std::int64_t budget = budget_bytes(ranks, m, n, k, scalar_bytes);
   const auto key = std::make_tuple(ranks, m, n, k, scalar_bytes, budget);
   auto& cache = plan_cache();
   if (auto it = cache.find(key); it != cache.end()) return it->second.get();
   auto entry = std::make_unique<cached_plan>();
-  entry->planned = plan_matmul_any_mesh(ranks, {{.m = m, .k = k, .n = n}, scalar_bytes, budget});
+  entry->planned =
+      plan_matmul_any_mesh(ranks, {{.m = m, .k = k, .n = n}, scalar_bytes, budget}, {.machine = drop_in_machine()});
   if (!entry->planned.choice.found) return cache.emplace(key, nullptr).first->second.get();
   const auto& choice = entry->planned.choice;
   const auto row_major = shardwise::detail::dim_order::row_major(2);
