@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """benchmarks/simulated.md from the cells of `benchmarks/simulate table`.
 
-    simulate_report.py CELLS_DIR OUTPUT
+    simulate_report.py CELLS_TSV OUTPUT
     simulate_report.py --left-out        the cells LEFT_OUT names, one a line: PLATFORM P SHAPE PLAN REASON
 
-CELLS_DIR holds one file per cell, PLATFORM-P-SHAPE-PLAN.md: the simulation driver's line (or
-FAILED ...) and a comment with the wall time, the simulator's peak private memory and the load.
+CELLS_TSV is the one results table, a row per cell (benchmarks/simulate cell writes it):
+platform, P, shape, plan, the simulation driver's line (or FAILED ...), the wall time, the
+simulator's peak private memory, the load average at the start, the cores and the date.
 The report has, per platform, a summary (per P and shape: simulated seconds and % of peak of the
 planner's best plan, 2-D SUMMA, 2.5D and PDGEMM at its best NB; the best plan's bytes over the
 lower bound), the goals of issue 25 as far as the cells allow, every cell's full line, the cells
@@ -89,30 +90,30 @@ COLUMNS = ["P", "m", "k", "n", "plan", "mesh", "shardings", "seconds", "gflops",
            "bound", "over_bound", "C"]
 
 
-def read_cells(directory):
+def read_cells(table):
+    """The cells of the results table (a TSV file: platform, P, shape, plan, the driver's row or
+    FAILED ..., wall seconds, the simulator's peak private MiB, load, cores, date)."""
     cells = {}
-    if not os.path.isdir(directory):
+    if not os.path.isfile(table):
         return cells
-    for name in os.listdir(directory):
-        match = re.fullmatch(r"(\w+?)-(\d+)-(\w+)-(\w+)\.md", name)
-        if not match:
+    with open(table, encoding="utf-8") as f:
+        rows = f.read().splitlines()[1:]
+    for row in rows:
+        fields = row.split("\t")
+        if len(fields) != 10:
             continue
-        platform, p, shape, plan = match.group(1), int(match.group(2)), match.group(3), match.group(4)
-        with open(os.path.join(directory, name), encoding="utf-8") as f:
-            lines = f.read().splitlines()
-        cell = {"line": lines[0] if lines else "", "note": ""}
-        for line in lines[1:]:
-            found = re.match(r"<!-- wall (\d+) s; peak private memory of the simulator (\d+) MiB", line)
-            if found:
-                cell["wall"], cell["memory"] = int(found.group(1)), int(found.group(2))
-        if cell["line"].startswith("| "):
-            fields = [x.strip() for x in cell["line"].strip().strip("|").split("|")]
-            cell.update(dict(zip(COLUMNS, fields)))
+        platform, p, shape, plan, line, wall, memory = fields[:7]
+        cell = {"line": line, "note": ""}
+        if wall and memory:
+            cell["wall"], cell["memory"] = int(wall), int(memory)
+        if line.startswith("| "):
+            values = [x.strip() for x in line.strip().strip("|").split("|")]
+            cell.update(dict(zip(COLUMNS, values)))
             cell["ok"] = cell.get("seconds", "") not in ("", "-")
         else:
             cell["ok"] = False
-            cell["failed"] = cell["line"]
-        cells[(platform, p, shape, plan)] = cell
+            cell["failed"] = line
+        cells[(platform, int(p), shape, plan)] = cell
     return cells
 
 
@@ -491,12 +492,12 @@ def main():
         for (platform, p, shape, plan), reason in LEFT.items():
             print(platform, p, shape, plan, reason.replace(", ", ","))
         return
-    directory, output = sys.argv[1], sys.argv[2]
-    cells = read_cells(directory)
+    table, output = sys.argv[1], sys.argv[2]
+    cells = read_cells(table)
     predicted, by_time = predictions()
     out = []
     emit = out.append
-    emit("<!-- Written by benchmarks/simulate_report.py from benchmarks/results/simulated/ "
+    emit("<!-- Written by benchmarks/simulate_report.py from benchmarks/results/simulated_cells.tsv "
          "(benchmarks/simulate table); do not edit. -->")
     emit("# Simulated time of the matmul plans: the table of issue 25")
     emit("")
