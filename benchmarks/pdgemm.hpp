@@ -21,8 +21,7 @@
 //   model_MiB       this rank's local A, B and C (numroc sizes)
 //   ranks, distributed (= 1)
 //
-// The prototypes below are declared here (no Fortran headers). PBLAS's pdgemm_ is C, so it
-// takes no hidden string lengths; numroc_ and descinit_ are Fortran without string arguments.
+// The BLACS and ScaLAPACK prototypes: shardwise/scalapack/prototypes.h.
 #pragma once
 
 #include <mpi.h>
@@ -38,21 +37,7 @@
 #include <vector>
 
 #include <shardwise/bench/mpi_benchmark_main.hpp>
-
-extern "C" {
-void Cblacs_pinfo(int* mypnum, int* nprocs);
-void Cblacs_get(int context, int what, int* value);
-void Cblacs_gridinit(int* context, const char* order, int nprow, int npcol);
-void Cblacs_gridinfo(int context, int* nprow, int* npcol, int* myrow, int* mycol);
-void Cblacs_gridexit(int context);
-int numroc_(const int* n, const int* nb, const int* iproc, const int* isrcproc, const int* nprocs);
-void descinit_(int* desc, const int* m, const int* n, const int* mb, const int* nb, const int* irsrc,
-               const int* icsrc, const int* ictxt, const int* lld, int* info);
-void pdgemm_(const char* transa, const char* transb, const int* m, const int* n, const int* k, const double* alpha,
-             const double* a, const int* ia, const int* ja, const int* desca, const double* b, const int* ib,
-             const int* jb, const int* descb, const double* beta, double* c, const int* ic, const int* jc,
-             const int* descc);
-}
+#include <shardwise/scalapack/prototypes.h>
 
 namespace shardwise::bench {
 

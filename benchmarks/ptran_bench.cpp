@@ -35,19 +35,6 @@
 #include "shardwise/scalapack/psyrk.hpp"
 #include "shardwise/scalapack/ptran.hpp"
 
-extern "C" {
-void pdtran_(const int* m, const int* n, const double* alpha, const double* a, const int* ia, const int* ja,
-             const int* desca, const double* beta, double* c, const int* ic, const int* jc, const int* descc);
-void pdgemr2d_(const int* m, const int* n, const double* a, const int* ia, const int* ja, const int* desca, double* b,
-               const int* ib, const int* jb, const int* descb, const int* ictxt);
-void pdsyrk_(const char* uplo, const char* trans, const int* n, const int* k, const double* alpha, const double* a,
-             const int* ia, const int* ja, const int* desca, const double* beta, double* c, const int* ic,
-             const int* jc, const int* descc);
-void pdsymm_(const char* side, const char* uplo, const int* m, const int* n, const double* alpha, const double* a,
-             const int* ia, const int* ja, const int* desca, const double* b, const int* ib, const int* jb,
-             const int* descb, const double* beta, double* c, const int* ic, const int* jc, const int* descc);
-}
-
 namespace {
 
 namespace sc = shardwise::scalapack;

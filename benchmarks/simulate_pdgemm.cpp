@@ -33,22 +33,10 @@
 
 #include "shardwise/plan/cost.hpp"              // matmul_lower_bound: the bound the table compares with
 #include "shardwise/plan/sharding_planner.hpp"  // AnyMeshOptions: how many ranks the best plan may idle
+#include "shardwise/scalapack/prototypes.h"      // BLACS, NUMROC, DESCINIT, PDGEMM
 
-extern "C" {
-void Cblacs_pinfo(int* mypnum, int* nprocs);
-void Cblacs_get(int context, int what, int* value);
-void Cblacs_gridinit(int* context, const char* order, int nprow, int npcol);
-void Cblacs_gridinfo(int context, int* nprow, int* npcol, int* myrow, int* mycol);
-void Cblacs_gridexit(int context);
-int numroc_(const int* n, const int* nb, const int* iproc, const int* isrcproc, const int* nprocs);
-void descinit_(int* desc, const int* m, const int* n, const int* mb, const int* nb, const int* irsrc,
-               const int* icsrc, const int* ictxt, const int* lld, int* info);
-void pdgemm_(const char* transa, const char* transb, const int* m, const int* n, const int* k, const double* alpha,
-             const double* a, const int* ia, const int* ja, const int* desca, const double* b, const int* ib,
-             const int* jb, const int* descb, const double* beta, double* c, const int* ic, const int* jc,
-             const int* descc);
-void flop_charging_dgemm_computes(int yes);
-}
+// flop_charging_dgemm.c: whether the local GEMMs multiply (--check) or only charge their flops.
+extern "C" void flop_charging_dgemm_computes(int yes);
 
 namespace {
 

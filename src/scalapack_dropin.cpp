@@ -39,6 +39,8 @@
 #include "shardwise/scalapack/psymm.hpp"
 #include "shardwise/scalapack/psyrk.hpp"
 #include "shardwise/scalapack/ptran.hpp"
+// The entry points' prototypes: a definition below that takes other types does not compile.
+#include "shardwise/scalapack/prototypes.h"
 
 namespace {
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Every header under include/shardwise/ is installed, at the same path under the prefix.
+"""Every header under include/shardwise/ (.hpp, and .h for C) is installed, at the same path
+under the prefix.
 
 Reads the install plan Meson wrote for this build (meson-info/intro-installed.json), so a
 header missing from include/meson.build fails here instead of in a user's build. Also
@@ -28,7 +29,7 @@ def main() -> int:
     problems = []
     for directory, _, names in os.walk(os.path.join(headers_root, "shardwise")):
         for name in sorted(names):
-            if not name.endswith(".hpp"):
+            if not name.endswith((".hpp", ".h")):
                 continue
             header = os.path.join(directory, name)
             relative = os.path.relpath(header, headers_root)

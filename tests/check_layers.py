@@ -27,7 +27,7 @@ LAYERS = [
                     "view.hpp", "linalg.hpp"]),
     ("nn", ["nn/*.hpp"]),
     # ScaLAPACK interop: block-cyclic index maps, BLACS grids, p?gemm computed by shardwise.
-    ("scalapack", ["scalapack/*.hpp"]),
+    ("scalapack", ["scalapack/*.hpp", "scalapack/*.h"]),
     ("umbrella", ["core.hpp", "shardwise.hpp", "tensor.hpp", "compiled_runtime.hpp"]),
     # Google Benchmark under MPI: only MPI and the benchmark library, never included by the rest.
     ("bench", ["bench/*.hpp"]),
@@ -54,7 +54,7 @@ def main():
         print(__doc__)
         return 2
     root = pathlib.Path(sys.argv[1]) / "shardwise"
-    headers = sorted(str(p.relative_to(root)) for p in root.rglob("*.hpp"))
+    headers = sorted(str(p.relative_to(root)) for pattern in ("*.hpp", "*.h") for p in root.rglob(pattern))
     includes = {}
     for h in headers:
         text = (root / h).read_text(encoding="utf-8")

@@ -1,7 +1,8 @@
 // Helpers of the differential tests of the drop-in's routines against Debian's ScaLAPACK
 // (test_pgemm_scalapack, test_ptran_scalapack, test_pgemr2d_scalapack, test_psymm_scalapack,
 // test_psyrk_scalapack): random local arrays with sentinels, the comparison of two results, the
-// loop over every grid, and the routines' spellings in the drop-in and in libscalapack.
+// loop over every grid, and the routines' spellings in the drop-in and in libscalapack. The
+// ScaLAPACK prototypes: shardwise/scalapack/prototypes.h (through blacs.hpp).
 #pragma once
 
 #include <dlfcn.h>
@@ -19,11 +20,6 @@
 #include <vector>
 
 #include "shardwise/scalapack/blacs.hpp"
-
-extern "C" {
-void Cblacs_gridinit(int* context, const char* order, int nprow, int npcol);
-void Cblacs_gridexit(int context);
-}
 
 namespace differential {
 

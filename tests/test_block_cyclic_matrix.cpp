@@ -28,16 +28,13 @@
 #include "shardwise/scalapack/block_cyclic_matrix.hpp"
 #include "shardwise/shardwise.hpp"
 
+// BLACS, DESCINIT, NUMROC: shardwise/scalapack/prototypes.h (through blacs.hpp). PDGESV is no
+// routine of shardwise's (the header leaves it to the program, as a user's program declares it).
 extern "C" {
-void Cblacs_gridinit(int* context, const char* order, int nprow, int npcol);
-void Cblacs_gridexit(int context);
 void pdgesv_(const int* n, const int* nrhs, double* a, const int* ia, const int* ja, const int* desca, int* ipiv,
              double* b, const int* ib, const int* jb, const int* descb, int* info);
 void pzgesv_(const int* n, const int* nrhs, std::complex<double>* a, const int* ia, const int* ja, const int* desca,
              int* ipiv, std::complex<double>* b, const int* ib, const int* jb, const int* descb, int* info);
-void descinit_(int* desc, const int* m, const int* n, const int* mb, const int* nb, const int* irsrc,
-               const int* icsrc, const int* ictxt, const int* lld, int* info);
-int numroc_(const int* n, const int* nb, const int* iproc, const int* isrcproc, const int* nprocs);
 }
 
 namespace {

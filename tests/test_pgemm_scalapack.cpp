@@ -43,23 +43,6 @@
 #include "scalapack_differential.hpp"
 #include "shardwise/scalapack/pgemm.hpp"
 
-extern "C" {
-void psgemm_(const char*, const char*, const int*, const int*, const int*, const float*, const float*, const int*,
-             const int*, const int*, const float*, const int*, const int*, const int*, const float*, float*,
-             const int*, const int*, const int*);
-void pdgemm_(const char*, const char*, const int*, const int*, const int*, const double*, const double*, const int*,
-             const int*, const int*, const double*, const int*, const int*, const int*, const double*, double*,
-             const int*, const int*, const int*);
-void pcgemm_(const char*, const char*, const int*, const int*, const int*, const std::complex<float>*,
-             const std::complex<float>*, const int*, const int*, const int*, const std::complex<float>*, const int*,
-             const int*, const int*, const std::complex<float>*, std::complex<float>*, const int*, const int*,
-             const int*);
-void pzgemm_(const char*, const char*, const int*, const int*, const int*, const std::complex<double>*,
-             const std::complex<double>*, const int*, const int*, const int*, const std::complex<double>*, const int*,
-             const int*, const int*, const std::complex<double>*, std::complex<double>*, const int*, const int*,
-             const int*);
-}
-
 namespace {
 
 namespace sc = shardwise::scalapack;

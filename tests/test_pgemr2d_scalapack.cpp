@@ -37,18 +37,6 @@
 #include "scalapack_differential.hpp"
 #include "shardwise/scalapack/pgemr2d.hpp"
 
-extern "C" {
-void Cblacs_gridmap(int* context, int* usermap, int ldumap, int nprow, int npcol);
-void psgemr2d_(const int*, const int*, const float*, const int*, const int*, const int*, float*, const int*,
-               const int*, const int*, const int*);
-void pdgemr2d_(const int*, const int*, const double*, const int*, const int*, const int*, double*, const int*,
-               const int*, const int*, const int*);
-void pcgemr2d_(const int*, const int*, const std::complex<float>*, const int*, const int*, const int*,
-               std::complex<float>*, const int*, const int*, const int*, const int*);
-void pzgemr2d_(const int*, const int*, const std::complex<double>*, const int*, const int*, const int*,
-               std::complex<double>*, const int*, const int*, const int*, const int*);
-}
-
 /// The drop-in's count of calls handed to ScaLAPACK (only in a program linked with it).
 extern "C" long long shardwise_pgemr2d_fallbacks(void) __attribute__((weak));
 

@@ -31,18 +31,6 @@
 #include "scalapack_differential.hpp"
 #include "shardwise/scalapack/psymm.hpp"
 
-#define SYMM_ARGS(T)                                                                                                \
-  const char*, const char*, const int*, const int*, const T*, const T*, const int*, const int*, const int*,         \
-      const T*, const int*, const int*, const int*, const T*, T*, const int*, const int*, const int*
-extern "C" {
-void pssymm_(SYMM_ARGS(float));
-void pdsymm_(SYMM_ARGS(double));
-void pcsymm_(SYMM_ARGS(std::complex<float>));
-void pzsymm_(SYMM_ARGS(std::complex<double>));
-void pchemm_(SYMM_ARGS(std::complex<float>));
-void pzhemm_(SYMM_ARGS(std::complex<double>));
-}
-
 /// The drop-in's count of calls handed to PBLAS (only in a program linked with it).
 extern "C" long long shardwise_psymm_fallbacks(void) __attribute__((weak));
 
@@ -53,9 +41,6 @@ using namespace differential;
 bool through_library = false;
 
 template <typename T>
-using psymm_function = void (*)(SYMM_ARGS(T));
-
-template <typename T>
 std::string routine(bool hermitian) {
   if constexpr (std::is_same_v<T, float>) return "pssymm";
   else if constexpr (std::is_same_v<T, double>) return "pdsymm";
@@ -63,13 +48,17 @@ std::string routine(bool hermitian) {
   else return hermitian ? "pzhemm" : "pzsymm";
 }
 
+/// PBLAS's routine for T, called by name.
 template <typename T>
-psymm_function<T> linked_reference(bool hermitian) {
+auto linked_reference(bool hermitian) {
   if constexpr (std::is_same_v<T, float>) return pssymm_;
   else if constexpr (std::is_same_v<T, double>) return pdsymm_;
   else if constexpr (std::is_same_v<T, std::complex<float>>) return hermitian ? pchemm_ : pcsymm_;
   else return hermitian ? pzhemm_ : pzsymm_;
 }
+
+template <typename T>
+using psymm_function = decltype(linked_reference<T>(false));
 
 template <typename T>
 void run_case(const sc::Grid& g, int context, std::mt19937_64& rng, bool hermitian, const std::string& grid_text,

@@ -33,18 +33,6 @@
 #include "scalapack_differential.hpp"
 #include "shardwise/scalapack/psyrk.hpp"
 
-#define SYRK_ARGS(T, S)                                                                                             \
-  const char*, const char*, const int*, const int*, const S*, const T*, const int*, const int*, const int*,         \
-      const S*, T*, const int*, const int*, const int*
-extern "C" {
-void pssyrk_(SYRK_ARGS(float, float));
-void pdsyrk_(SYRK_ARGS(double, double));
-void pcsyrk_(SYRK_ARGS(std::complex<float>, std::complex<float>));
-void pzsyrk_(SYRK_ARGS(std::complex<double>, std::complex<double>));
-void pcherk_(SYRK_ARGS(std::complex<float>, float));
-void pzherk_(SYRK_ARGS(std::complex<double>, double));
-}
-
 /// The drop-in's count of calls handed to PBLAS (only in a program linked with it).
 extern "C" long long shardwise_psyrk_fallbacks(void) __attribute__((weak));
 
@@ -67,11 +55,6 @@ struct real_of<std::complex<R>> {
 template <typename T, bool Hermitian>
 using coefficient = std::conditional_t<Hermitian, typename real_of<T>::type, T>;
 
-template <typename T, typename S>
-using syrk_pointer = void (*)(SYRK_ARGS(T, S));
-template <typename T, bool Hermitian>
-using psyrk_function = syrk_pointer<T, coefficient<T, Hermitian>>;
-
 template <typename T, bool Hermitian>
 std::string routine() {
   if constexpr (std::is_same_v<T, float>) return "pssyrk";
@@ -80,8 +63,9 @@ std::string routine() {
   else return Hermitian ? "pzherk" : "pzsyrk";
 }
 
+/// PBLAS's routine for T, called by name.
 template <typename T, bool Hermitian>
-psyrk_function<T, Hermitian> linked_reference() {
+auto linked_reference() {
   if constexpr (std::is_same_v<T, float>) return pssyrk_;
   else if constexpr (std::is_same_v<T, double>) return pdsyrk_;
   else if constexpr (std::is_same_v<T, std::complex<float>>) {
@@ -92,6 +76,9 @@ psyrk_function<T, Hermitian> linked_reference() {
     else return pzsyrk_;
   }
 }
+
+template <typename T, bool Hermitian>
+using psyrk_function = decltype(linked_reference<T, Hermitian>());
 
 template <typename T, bool Hermitian>
 void run_case(const sc::Grid& g, int context, std::mt19937_64& rng, const std::string& grid_text, Tally& tally) {

@@ -38,21 +38,6 @@
 #include "scalapack_differential.hpp"
 #include "shardwise/scalapack/ptran.hpp"
 
-extern "C" {
-void pstran_(const int*, const int*, const float*, const float*, const int*, const int*, const int*, const float*,
-             float*, const int*, const int*, const int*);
-void pdtran_(const int*, const int*, const double*, const double*, const int*, const int*, const int*, const double*,
-             double*, const int*, const int*, const int*);
-void pctranu_(const int*, const int*, const std::complex<float>*, const std::complex<float>*, const int*, const int*,
-              const int*, const std::complex<float>*, std::complex<float>*, const int*, const int*, const int*);
-void pztranu_(const int*, const int*, const std::complex<double>*, const std::complex<double>*, const int*, const int*,
-              const int*, const std::complex<double>*, std::complex<double>*, const int*, const int*, const int*);
-void pctranc_(const int*, const int*, const std::complex<float>*, const std::complex<float>*, const int*, const int*,
-              const int*, const std::complex<float>*, std::complex<float>*, const int*, const int*, const int*);
-void pztranc_(const int*, const int*, const std::complex<double>*, const std::complex<double>*, const int*, const int*,
-              const int*, const std::complex<double>*, std::complex<double>*, const int*, const int*, const int*);
-}
-
 /// The drop-in's count of calls handed to PBLAS (only in a program linked with it).
 extern "C" long long shardwise_ptran_fallbacks(void) __attribute__((weak));
 

@@ -16,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "shardwise/scalapack/prototypes.h"
+
 #ifdef SCALAPACK_NAMES_ONLY
 #define pdgemm pdgemm_
 #define pcgemm pcgemm_
@@ -23,22 +25,12 @@
 #define PZGEMM pzgemm_
 #endif
 
-void Cblacs_get(int context, int what, int* value);
-void Cblacs_gridinit(int* context, const char* order, int nprow, int npcol);
-void Cblacs_gridinfo(int context, int* nprow, int* npcol, int* myrow, int* mycol);
-void Cblacs_gridexit(int context);
-int numroc_(const int* n, const int* nb, const int* iproc, const int* isrcproc, const int* nprocs);
-void descinit_(int* desc, const int* m, const int* n, const int* mb, const int* nb, const int* irsrc, const int* icsrc,
-               const int* ictxt, const int* lld, int* info);
-
+/* The drop-in's other spellings; the underscored names are the header's (with SCALAPACK_NAMES_ONLY
+ * these name them too). */
 #define PGEMM_PROTOTYPE(name, T)                                                                                     \
   void name(const char* transa, const char* transb, const int* m, const int* n, const int* k, const T* alpha,        \
             const T* a, const int* ia, const int* ja, const int* desca, const T* b, const int* ib, const int* jb,    \
             const int* descb, const T* beta, T* c, const int* ic, const int* jc, const int* descc);
-PGEMM_PROTOTYPE(psgemm_, float)
-PGEMM_PROTOTYPE(pdgemm_, double)
-PGEMM_PROTOTYPE(pcgemm_, float complex)
-PGEMM_PROTOTYPE(pzgemm_, double complex)
 PGEMM_PROTOTYPE(pdgemm, double)
 PGEMM_PROTOTYPE(pcgemm, float complex)
 PGEMM_PROTOTYPE(PDGEMM, double)

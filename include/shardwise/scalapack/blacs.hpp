@@ -11,12 +11,7 @@
 #include <optional>
 
 #include "shardwise/scalapack/pgemm.hpp"
-
-extern "C" {
-void Cblacs_gridinfo(int context, int* nprow, int* npcol, int* myrow, int* mycol);
-void Cblacs_get(int context, int what, int* value);
-MPI_Comm Cblacs2sys_handle(int system_context);
-}
+#include "shardwise/scalapack/prototypes.h"  // Cblacs_gridinfo, Cblacs_get, Cblacs2sys_handle
 
 namespace shardwise::scalapack {
 
