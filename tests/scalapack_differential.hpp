@@ -1,8 +1,8 @@
 // Helpers of the differential tests of the drop-in's routines against Debian's ScaLAPACK
 // (test_pgemm_scalapack, test_ptran_scalapack, test_pgemr2d_scalapack, test_psymm_scalapack,
-// test_psyrk_scalapack): random local arrays with sentinels, the comparison of two results, the
-// loop over every grid, and the routines' spellings in the drop-in and in libscalapack. The
-// ScaLAPACK prototypes: shardwise/scalapack/prototypes.h (through blacs.hpp).
+// test_psyrk_scalapack): their command line, random local arrays with sentinels, the comparison
+// of two results, the loop over every grid, and the routines' spellings in the drop-in and in
+// libscalapack. The ScaLAPACK prototypes: shardwise/scalapack/prototypes.h (through blacs.hpp).
 #pragma once
 
 #include <dlfcn.h>
@@ -13,6 +13,7 @@
 #include <complex>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -24,6 +25,38 @@
 namespace differential {
 
 namespace sc = shardwise::scalapack;
+
+/// A differential test's run, as its command line asks for it:
+///   PROGRAM [CALLS]           random calls against ScaLAPACK's own routine, CALLS per grid and
+///                             grid order (default 40), shardwise::scalapack's engine as "ours"
+///   PROGRAM library [CALLS]   the same through the drop-in's entry points (a program linked
+///                             with libshardwise_scalapack)
+///   PROGRAM MODE              a test's own MODE (one bad argument: bad_m, bad_uplo, ...)
+struct Run {
+  int world = 0, size = 0;       ///< this process's rank in MPI_COMM_WORLD, and its size
+  std::string mode;              ///< the first argument, empty without one
+  bool through_library = false;  ///< mode "library"
+  int calls = 40;
+};
+
+/// MPI_Init, then the run the command line asks for.
+inline Run start(int& argc, char**& argv) {
+  MPI_Init(&argc, &argv);
+  Run run;
+  MPI_Comm_rank(MPI_COMM_WORLD, &run.world);
+  MPI_Comm_size(MPI_COMM_WORLD, &run.size);
+  if (argc > 1) run.mode = argv[1];
+  run.through_library = run.mode == "library";
+  const int calls_at = run.through_library ? 2 : 1;
+  if (argc > calls_at) run.calls = std::atoi(argv[calls_at]);
+  return run;
+}
+
+/// MPI_Finalize, then `status` (main's return value).
+inline int finish(int status) {
+  MPI_Finalize();
+  return status;
+}
 
 template <typename T>
 bool is_nan(const T& x) {
@@ -219,6 +252,19 @@ struct Tally {
   int cases = 0, failures = 0;
 };
 
+/// The end of a run through the drop-in (`library`): rank 0 prints the calls (`what`) made
+/// against `peer`'s own routine, how many differ, and how many the drop-in handed to it (its
+/// counter `handed_over`, a weak symbol: -1 in a program not linked with the drop-in); then
+/// finish(), passed when none differs and none was handed over.
+inline int finish_through_library(const Run& run, const Tally& tally, long long (*handed_over)(), const char* what,
+                                  const char* peer) {
+  const long long handed = handed_over == nullptr ? -1 : handed_over();
+  if (run.world == 0)
+    std::printf("%d ranks: %d %s through the drop-in against %s, %d differ; %lld handed to %s\n", run.size,
+                tally.cases, what, peer, tally.failures, handed, peer);
+  return finish(tally.failures == 0 && handed == 0 ? 0 : 1);
+}
+
 /// In a program linked with the drop-in: ScaLAPACK's own routine `name` (found in libscalapack
 /// itself), or (`drop_in`) one of the drop-in's three spellings of it, drawn at random.
 template <typename Function>
@@ -234,28 +280,40 @@ Function routine_in(std::string name, bool drop_in, std::mt19937_64& rng) {
   return reinterpret_cast<Function>(dlsym(RTLD_DEFAULT, name.c_str()));
 }
 
+/// A new BLACS grid of `rows` x `cols` of the world's processes, in `order`: its context and this
+/// process's place in it. Every process must be in the grid; the job fails when the BLACS does
+/// not number the grid's communicator row-major (grid_of).
+struct BlacsGrid {
+  int context = -1;
+  sc::Grid grid;
+};
+inline BlacsGrid make_grid(int rows, int cols, const char* order = "R") {
+  BlacsGrid g;
+  Cblacs_get(0, 0, &g.context);
+  Cblacs_gridinit(&g.context, order, rows, cols);
+  const std::optional<sc::Grid> grid = sc::grid_of(g.context);
+  if (!grid) {
+    std::printf("FAIL: the grid's communicator is not numbered row-major\n");
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  g.grid = *grid;
+  return g;
+}
+
 /// Calls `body(grid, context, rng, grid_text)` on every grid of the world's processes, in both
 /// orders, with a fixed seed per grid.
 template <typename Body>
 void for_each_grid(Body&& body) {
-  int world = 0, size = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &world);
+  int size = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   for (int p = 1; p <= size; ++p) {
     if (size % p != 0) continue;
     for (const char* order : {"R", "C"}) {
-      int context = 0;
-      Cblacs_get(0, 0, &context);
-      Cblacs_gridinit(&context, order, p, size / p);
-      const std::optional<sc::Grid> grid = sc::grid_of(context);
-      if (!grid) {
-        if (world == 0) std::printf("FAIL: the grid's communicator is not numbered row-major\n");
-        MPI_Abort(MPI_COMM_WORLD, 1);
-      }
+      const BlacsGrid g = make_grid(p, size / p, order);
       const std::string grid_text = std::to_string(p) + "x" + std::to_string(size / p) + " order " + order;
       std::mt19937_64 rng(static_cast<std::uint64_t>(p * 131 + order[0]));
-      body(*grid, context, rng, grid_text);
-      Cblacs_gridexit(context);
+      body(g.grid, g.context, rng, grid_text);
+      Cblacs_gridexit(g.context);
     }
   }
 }

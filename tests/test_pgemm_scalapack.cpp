@@ -391,11 +391,8 @@ void run_case(const sc::Grid& g, int context, std::mt19937_64& rng, const std::s
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  const int cases = argc > 1 ? std::atoi(argv[1]) : 40;
-  int world = 0, size = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &world);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const differential::Run run = differential::start(argc, argv);
+  const int world = run.world, size = run.size, cases = run.calls;
   Failure failures;
   int total = 0, fallbacks = 0;
   differential::for_each_grid([&](const sc::Grid& grid, int context, std::mt19937_64& rng,
@@ -444,10 +441,7 @@ int main(int argc, char** argv) {
   });
   // Refusals: the same outcome on every rank, no hang, no change to C.
   {
-    int context = 0;
-    Cblacs_get(0, 0, &context);
-    Cblacs_gridinit(&context, "R", 1, size);
-    const sc::Grid g = *sc::grid_of(context);
+    const auto [context, g] = differential::make_grid(1, size);
     auto x = make_array<double>(g, context, 9, 9, 2, 2, 0, 0, 0, 5, false);
     const auto before = x.data;
     auto refused = [&](const char* what, const std::string& expected, char ta, int m, int lld_cut, int a_rows = 0,
@@ -526,8 +520,8 @@ int main(int argc, char** argv) {
   if (!gathered_ran && world == 0) std::printf("FAIL: no call ran gathered\n");
   // The refusals above, and the last rank's own LLD_ refusal of the local call.
   const std::int64_t refusals = (size > 1 ? 7 : 6) + (world == size - 1 ? 1 : 0);
-  MPI_Finalize();
-  return failures.count == 0 && fallbacks == 0 && in_place_ran && reduced_ran && gathered_ran && stats.local > 0 && stats.not_covered == refusals
-             ? 0
-             : 1;
+  return differential::finish(failures.count == 0 && fallbacks == 0 && in_place_ran && reduced_ran && gathered_ran &&
+                                      stats.local > 0 && stats.not_covered == refusals
+                                  ? 0
+                                  : 1);
 }

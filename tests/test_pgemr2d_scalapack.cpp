@@ -241,17 +241,10 @@ int bad_submatrix(int size) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  int world = 0, size = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &world);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (argc > 1 && std::strcmp(argv[1], "bad_submatrix") == 0) {
-    const int status = bad_submatrix(size);
-    MPI_Finalize();
-    return status;
-  }
-  through_library = argc > 1 && std::strcmp(argv[1], "library") == 0;
-  const int copies = argc > 1 + through_library ? std::atoi(argv[1 + through_library]) : 40;
+  const differential::Run run = differential::start(argc, argv);
+  const int world = run.world, size = run.size, copies = run.calls;
+  if (run.mode == "bad_submatrix") return differential::finish(bad_submatrix(size));
+  through_library = run.through_library;
   Tally tally;
   for (int p = 1; p <= size; ++p) {
     if (size % p != 0) continue;
@@ -278,14 +271,8 @@ int main(int argc, char** argv) {
       Cblacs_gridexit(ictxt.context);
     }
   }
-  if (through_library) {
-    const long long handed = shardwise_pgemr2d_fallbacks == nullptr ? -1 : shardwise_pgemr2d_fallbacks();
-    if (world == 0)
-      std::printf("%d ranks: %d copies through the drop-in against ScaLAPACK, %d differ; %lld handed to ScaLAPACK\n",
-                  size, tally.cases, tally.failures, handed);
-    MPI_Finalize();
-    return tally.failures == 0 && handed == 0 ? 0 : 1;
-  }
+  if (through_library)
+    return differential::finish_through_library(run, tally, shardwise_pgemr2d_fallbacks, "copies", "ScaLAPACK");
   const sc::RedistributionStats stats = sc::pgemr2d_stats();
   if (world == 0)
     std::printf("%d ranks: %d copies against ScaLAPACK, %d differ; %lld redistributed (%.1f KiB sent by rank 0, %lld "
@@ -295,6 +282,6 @@ int main(int argc, char** argv) {
                 static_cast<long long>(stats.without_communication), static_cast<long long>(stats.not_covered));
   const std::int64_t refusals = size > 1 ? 3 : 2;
   const bool sent = size == 1 || stats.sent_bytes > 0;
-  MPI_Finalize();
-  return tally.failures == 0 && stats.not_covered == refusals && stats.redistributed > 0 && sent ? 0 : 1;
+  const bool passed = tally.failures == 0 && stats.not_covered == refusals && stats.redistributed > 0 && sent;
+  return differential::finish(passed ? 0 : 1);
 }

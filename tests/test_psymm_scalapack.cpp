@@ -172,10 +172,7 @@ int check_refusals(const sc::Grid& g, int context, Tally& tally) {
 
 /// PDSYMM with UPLO = 'X' (a 1 x P grid): never returns (PBLAS aborts the job).
 int bad_uplo(int size) {
-  int context = 0;
-  Cblacs_get(0, 0, &context);
-  Cblacs_gridinit(&context, "R", 1, size);
-  const sc::Grid g = *sc::grid_of(context);
+  const auto [context, g] = differential::make_grid(1, size);
   const auto x = make_array<double>(g, context, 9, 9, 2, 2, 0, 0, 0, 5, [](std::int64_t, std::int64_t) { return false; });
   auto c = x;
   const int m = 4, n = 4, one = 1;
@@ -189,17 +186,10 @@ int bad_uplo(int size) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  int world = 0, size = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &world);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (argc > 1 && std::strcmp(argv[1], "bad_uplo") == 0) {
-    const int status = bad_uplo(size);
-    MPI_Finalize();
-    return status;
-  }
-  through_library = argc > 1 && std::strcmp(argv[1], "library") == 0;
-  const int cases = argc > 1 + through_library ? std::atoi(argv[1 + through_library]) : 40;
+  const differential::Run run = differential::start(argc, argv);
+  const int world = run.world, size = run.size, cases = run.calls;
+  if (run.mode == "bad_uplo") return differential::finish(bad_uplo(size));
+  through_library = run.through_library;
   Tally tally;
   int refusals = 0;
   for_each_grid([&](const sc::Grid& g, int context, std::mt19937_64& rng, const std::string& grid_text) {
@@ -215,14 +205,8 @@ int main(int argc, char** argv) {
     }
     if (g.rows == 1 && grid_text.back() == 'R' && !through_library) refusals += check_refusals(g, context, tally);
   });
-  if (through_library) {
-    const long long handed = shardwise_psymm_fallbacks == nullptr ? -1 : shardwise_psymm_fallbacks();
-    if (world == 0)
-      std::printf("%d ranks: %d calls through the drop-in against PBLAS, %d differ; %lld handed to PBLAS\n", size,
-                  tally.cases, tally.failures, handed);
-    MPI_Finalize();
-    return tally.failures == 0 && handed == 0 ? 0 : 1;
-  }
+  if (through_library)
+    return differential::finish_through_library(run, tally, shardwise_psymm_fallbacks, "calls", "PBLAS");
   const sc::Level3Stats s = sc::psymm_stats();
   if (world == 0)
     std::printf("%d ranks: %d calls against PBLAS, %d differ; %lld computed (%lld pgemm calls; rank 0 sent %.1f KiB "
@@ -231,6 +215,5 @@ int main(int argc, char** argv) {
                 static_cast<long long>(s.gemm_calls), static_cast<double>(s.copy_bytes) / 1024,
                 static_cast<double>(s.gemm_bytes) / 1024, static_cast<long long>(s.without_communication),
                 static_cast<long long>(s.not_covered));
-  MPI_Finalize();
-  return tally.failures == 0 && s.not_covered == refusals && s.computed > 0 ? 0 : 1;
+  return differential::finish(tally.failures == 0 && s.not_covered == refusals && s.computed > 0 ? 0 : 1);
 }

@@ -185,10 +185,7 @@ void check_refusals(const sc::Grid& g, int context, Tally& tally) {
 
 /// PDTRAN with M = -1 (a 1 x P grid): never returns (PBLAS aborts the job).
 int bad_m(int size) {
-  int context = 0;
-  Cblacs_get(0, 0, &context);
-  Cblacs_gridinit(&context, "R", 1, size);
-  const sc::Grid g = *sc::grid_of(context);
+  const auto [context, g] = differential::make_grid(1, size);
   const auto x = make_array<double>(g, context, 9, 9, 2, 2, 0, 0, 0, 5, false, {0, 0, 9, 9}, false);
   auto c = x;
   const int m = -1, n = 4, one = 1;
@@ -201,17 +198,10 @@ int bad_m(int size) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  int world = 0, size = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &world);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (argc > 1 && std::strcmp(argv[1], "bad_m") == 0) {
-    const int status = bad_m(size);
-    MPI_Finalize();
-    return status;
-  }
-  through_library = argc > 1 && std::strcmp(argv[1], "library") == 0;
-  const int cases = argc > 1 + through_library ? std::atoi(argv[1 + through_library]) : 40;
+  const differential::Run run = differential::start(argc, argv);
+  const int world = run.world, size = run.size, cases = run.calls;
+  if (run.mode == "bad_m") return differential::finish(bad_m(size));
+  through_library = run.through_library;
   Tally tally;
   for_each_grid([&](const sc::Grid& grid, int context, std::mt19937_64& rng, const std::string& grid_text) {
     for (int i = 0; i < cases; ++i) {
@@ -226,14 +216,8 @@ int main(int argc, char** argv) {
     }
     if (grid_text == "1x" + std::to_string(size) + " order R" && !through_library) check_refusals(grid, context, tally);
   });
-  if (through_library) {
-    const long long handed = shardwise_ptran_fallbacks == nullptr ? -1 : shardwise_ptran_fallbacks();
-    if (world == 0)
-      std::printf("%d ranks: %d calls through the drop-in against PBLAS, %d differ; %lld handed to PBLAS\n", size,
-                  tally.cases, tally.failures, handed);
-    MPI_Finalize();
-    return tally.failures == 0 && handed == 0 ? 0 : 1;
-  }
+  if (through_library)
+    return differential::finish_through_library(run, tally, shardwise_ptran_fallbacks, "calls", "PBLAS");
   const sc::RedistributionStats stats = sc::ptran_stats();
   if (world == 0)
     std::printf("%d ranks: %d calls against PBLAS, %d differ; %lld redistributed (%.1f KiB sent by rank 0, %lld "
@@ -244,6 +228,6 @@ int main(int argc, char** argv) {
   // Every refusal above, and no other: the random calls are all computed.
   const std::int64_t refusals = size > 1 ? 3 : 2;
   const bool sent = size == 1 || stats.sent_bytes > 0;
-  MPI_Finalize();
-  return tally.failures == 0 && stats.not_covered == refusals && stats.redistributed > 0 && sent ? 0 : 1;
+  const bool passed = tally.failures == 0 && stats.not_covered == refusals && stats.redistributed > 0 && sent;
+  return differential::finish(passed ? 0 : 1);
 }
