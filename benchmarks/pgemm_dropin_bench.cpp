@@ -31,11 +31,10 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
-#include <random>
+#include <cmath>
 #include <string>
-#include <vector>
 
-#include "pdgemm.hpp"  // the BLACS and ScaLAPACK prototypes
+#include "dropin_bench.hpp"
 #include "shardwise/bench/mpi_benchmark_main.hpp"
 #include "shardwise/scalapack/blacs.hpp"
 #include "shardwise/scalapack/pgemm.hpp"
@@ -43,47 +42,9 @@
 namespace {
 
 namespace sc = shardwise::scalapack;
-
-/// A grid per (rows, order), made once (collective) and kept.
-int context_of(int rows, int cols, const char* order) {
-  static std::vector<std::pair<std::string, int>> made;
-  const std::string key = std::to_string(rows) + order;
-  for (const auto& [k, c] : made)
-    if (k == key) return c;
-  int context = 0;
-  Cblacs_get(0, 0, &context);
-  Cblacs_gridinit(&context, order, rows, cols);
-  made.emplace_back(key, context);
-  return context;
-}
-
-struct Local {
-  std::vector<double> data;
-  int desc[9]{};
-};
-
-Local make(const sc::Grid& g, int context, int m, int n, int nb, unsigned seed) {
-  Local x;
-  const int zero = 0;
-  const int rows = numroc_(&m, &nb, &g.row, &zero, &g.rows), cols = numroc_(&n, &nb, &g.col, &zero, &g.cols);
-  const int lld = std::max(1, rows);
-  int info = 0;
-  descinit_(x.desc, &m, &n, &nb, &nb, &zero, &zero, &context, &lld, &info);
-  x.data.resize(static_cast<std::size_t>(lld) * static_cast<std::size_t>(std::max(1, cols)));
-  std::mt19937_64 draw(seed + static_cast<unsigned>(g.row * g.cols + g.col));
-  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
-  for (double& v : x.data) v = uniform(draw);
-  return x;
-}
-
-double timed(MPI_Comm comm, auto&& call) {
-  MPI_Barrier(comm);
-  const double start = MPI_Wtime();
-  call();
-  double t = MPI_Wtime() - start;
-  MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, comm);
-  return t;
-}
+using shardwise::bench::dropin::context_of;
+using shardwise::bench::dropin::Local;
+using shardwise::bench::dropin::make;
 
 /// C (m x n) = op(A) B, A m x k ('N') or k x m ('T', 'C'), B k x n.
 void side_by_side(benchmark::State& state, int m, int n, int k, int nb, int rows, int cols, const char* order,
@@ -104,20 +65,8 @@ void side_by_side(benchmark::State& state, int m, int n, int k, int nb, int rows
     sc::pgemm<double>(transa, 'N', m, n, k, alpha, a.data.data(), 1, 1, a.desc, b.data.data(), 1, 1, b.desc, beta,
                       c_sw.data.data(), 1, 1, c_sw.desc, g);
   };
-  reference();  // warm-up: BLACS buffers, the plan, the process groups, page faults
-  ours();
-  const sc::PgemmStats before = sc::pgemm_stats();
-  double reference_total = 0, ours_total = 0;
-  for (auto _ : state) {
-    reference_total += timed(g.comm, reference);
-    const double t = timed(g.comm, ours);
-    ours_total += t;
-    state.SetIterationTime(t);
-  }
-  const sc::PgemmStats after = sc::pgemm_stats();
+  const auto [before, after] = shardwise::bench::dropin::side_by_side(state, g.comm, reference, ours, sc::pgemm_stats);
   const double calls = static_cast<double>(after.calls - before.calls);
-  state.counters["ratio"] = ours_total / reference_total;
-  state.counters["scalapack_ms"] = 1e3 * reference_total / static_cast<double>(state.iterations());
   state.counters["GFLOPs"] = benchmark::Counter(2.0 * m * n * static_cast<double>(k) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["redistributed_MiB"] =
       static_cast<double>(after.redistributed_bytes - before.redistributed_bytes) / calls / (1 << 20);

@@ -21,13 +21,13 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cmath>
-#include <cstring>
-#include <random>
+#include <cstdint>
 #include <string>
 #include <vector>
 
-#include "pdgemm.hpp"  // the BLACS and ScaLAPACK prototypes
+#include "dropin_bench.hpp"
 #include "shardwise/bench/mpi_benchmark_main.hpp"
 #include "shardwise/scalapack/blacs.hpp"
 #include "shardwise/scalapack/pgemr2d.hpp"
@@ -38,63 +38,18 @@
 namespace {
 
 namespace sc = shardwise::scalapack;
+using shardwise::bench::dropin::context_of;
+using shardwise::bench::dropin::Local;
 
-/// A grid per (rows, cols), made once (collective) and kept.
-int context_of(int rows, int cols) {
-  static std::vector<std::pair<std::pair<int, int>, int>> made;
-  for (const auto& [shape, c] : made)
-    if (shape == std::pair{rows, cols}) return c;
-  int context = 0;
-  Cblacs_get(0, 0, &context);
-  Cblacs_gridinit(&context, "R", rows, cols);
-  made.push_back({{rows, cols}, context});
-  return context;
-}
-
-struct Local {
-  std::vector<double> data;
-  int desc[9]{};
-};
-
+/// This process's part of an n x n matrix (dropin::make).
 Local make(const sc::Grid& g, int context, int n, int nb, unsigned seed) {
-  Local x;
-  const int zero = 0;
-  const int rows = numroc_(&n, &nb, &g.row, &zero, &g.rows), cols = numroc_(&n, &nb, &g.col, &zero, &g.cols);
-  const int lld = std::max(1, rows);
-  int info = 0;
-  descinit_(x.desc, &n, &n, &nb, &nb, &zero, &zero, &context, &lld, &info);
-  x.data.resize(static_cast<std::size_t>(lld) * static_cast<std::size_t>(std::max(1, cols)));
-  std::mt19937_64 draw(seed + static_cast<unsigned>(g.row * g.cols + g.col));
-  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
-  for (double& v : x.data) v = uniform(draw);
-  return x;
+  return shardwise::bench::dropin::make(g, context, n, n, nb, seed);
 }
 
-double timed(MPI_Comm comm, auto&& call) {
-  MPI_Barrier(comm);
-  const double start = MPI_Wtime();
-  call();
-  double t = MPI_Wtime() - start;
-  MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, comm);
-  return t;
-}
-
-/// Times `reference` and `ours` alternately; ours is the benchmark's time. `stats` reads the
-/// routine's counts; `same` says whether the two results agree.
+/// dropin::side_by_side, and the counter sent_MiB from the routine's counts `stats` (calls,
+/// sent_bytes); `same` says whether the two results agree.
 void side_by_side(benchmark::State& state, MPI_Comm comm, auto&& reference, auto&& ours, auto&& stats, auto&& same) {
-  reference();  // warm-up: BLACS buffers, workspaces, page faults
-  ours();
-  const auto before = stats();
-  double reference_total = 0, ours_total = 0;
-  for (auto _ : state) {
-    reference_total += timed(comm, reference);
-    const double t = timed(comm, ours);
-    ours_total += t;
-    state.SetIterationTime(t);
-  }
-  const auto after = stats();
-  state.counters["ratio"] = ours_total / reference_total;
-  state.counters["scalapack_ms"] = 1e3 * reference_total / static_cast<double>(state.iterations());
+  const auto [before, after] = shardwise::bench::dropin::side_by_side(state, comm, reference, ours, stats);
   state.counters["sent_MiB"] = static_cast<double>(after.sent_bytes - before.sent_bytes) /
                                static_cast<double>(std::max<std::int64_t>(1, after.calls - before.calls)) / (1 << 20);
   int differ = same() ? 0 : 1;
