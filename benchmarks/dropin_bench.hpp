@@ -1,7 +1,7 @@
 // The drop-in's engines against ScaLAPACK's routines, side by side in one run
 // (pgemm_dropin_bench, ptran_bench): the BLACS grids, the block-cyclic operands, and the timing
 // of one library's call next to the other's. The BLACS and ScaLAPACK prototypes:
-// shardwise/scalapack/prototypes.h (through blacs.hpp).
+// shardwise/scalapack/prototypes.h.
 #pragma once
 
 #include <mpi.h>
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "shardwise/scalapack/blacs.hpp"
+#include "shardwise/scalapack/prototypes.h"
 
 namespace shardwise::bench::dropin {
 

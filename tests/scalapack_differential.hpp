@@ -2,7 +2,7 @@
 // (test_pgemm_scalapack, test_ptran_scalapack, test_pgemr2d_scalapack, test_psymm_scalapack,
 // test_psyrk_scalapack): their command line, random local arrays with sentinels, the comparison
 // of two results, the loop over every grid, and the routines' spellings in the drop-in and in
-// libscalapack. The ScaLAPACK prototypes: shardwise/scalapack/prototypes.h (through blacs.hpp).
+// libscalapack. The ScaLAPACK prototypes: shardwise/scalapack/prototypes.h.
 #pragma once
 
 #include <dlfcn.h>
@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "shardwise/scalapack/blacs.hpp"
+#include "shardwise/scalapack/prototypes.h"
 
 namespace differential {
 

@@ -26,9 +26,10 @@
 #include "mpi_errors.hpp"
 #include "shardwise/scalapack/array_descriptor.hpp"
 #include "shardwise/scalapack/block_cyclic_matrix.hpp"
+#include "shardwise/scalapack/prototypes.h"
 #include "shardwise/shardwise.hpp"
 
-// BLACS, DESCINIT, NUMROC: shardwise/scalapack/prototypes.h (through blacs.hpp). PDGESV is no
+// BLACS, DESCINIT, NUMROC: shardwise/scalapack/prototypes.h. PDGESV is no
 // routine of shardwise's (the header leaves it to the program, as a user's program declares it).
 extern "C" {
 void pdgesv_(const int* n, const int* nrhs, double* a, const int* ia, const int* ja, const int* desca, int* ipiv,

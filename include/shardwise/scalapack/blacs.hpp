@@ -11,7 +11,16 @@
 #include <optional>
 
 #include "shardwise/scalapack/pgemm.hpp"
-#include "shardwise/scalapack/prototypes.h"  // Cblacs_gridinfo, Cblacs_get, Cblacs2sys_handle
+
+// The three BLACS functions this header calls, declared as prototypes.h does. Not the whole of
+// prototypes.h: a program that includes a shardwise header and declares ScaLAPACK's routines
+// itself (often with other constness, as C compilers accept) must still compile; such a program
+// includes prototypes.h only if it wants it.
+extern "C" {
+void Cblacs_gridinfo(int context, int* nprow, int* npcol, int* myrow, int* mycol);
+void Cblacs_get(int context, int what, int* value);
+MPI_Comm Cblacs2sys_handle(int system_context);
+}
 
 namespace shardwise::scalapack {
 
