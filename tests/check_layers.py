@@ -17,13 +17,13 @@ import sys
 LAYERS = [
     ("detail", ["detail/*.hpp"]),
     ("vocabulary", ["mesh.hpp", "sharding.hpp", "traffic.hpp", "version.hpp"]),
-    ("layout", ["layout.hpp", "layout_policy.hpp"]),
+    ("layout", ["layout.hpp", "layout_policy.hpp", "ownership.hpp", "block_placement.hpp"]),
     ("plan", ["plan/*.hpp"]),
     ("comm", ["comm/*.hpp"]),
     ("groups", ["process_group_mesh.hpp", "launcher_environment.hpp", "parallel_context.hpp",
                 "mpi_environment.hpp"]),
     ("kernels", ["kernels/*.hpp"]),
-    ("operations", ["distributed_array.hpp", "sharded_matrix.hpp", "sharded_tensor.hpp", "reshard.hpp", "matmul_core.hpp", "redistributed_matmul.hpp", "matmul.hpp", "einsum.hpp",
+    ("operations", ["array_traits.hpp", "array_face.hpp", "distributed_array.hpp", "sharded_matrix.hpp", "sharded_tensor.hpp", "reshard.hpp", "matmul_core.hpp", "redistributed_matmul.hpp", "matmul.hpp", "einsum.hpp",
                     "view.hpp", "linalg.hpp"]),
     ("nn", ["nn/*.hpp"]),
     # ScaLAPACK interop: block-cyclic index maps, BLACS grids, p?gemm computed by shardwise.
@@ -34,7 +34,8 @@ LAYERS = [
 ]
 
 # Pure compile-time headers: no MPI, no Eigen, however indirectly.
-PURE = ["detail/*.hpp", "mesh.hpp", "sharding.hpp", "traffic.hpp", "version.hpp", "layout.hpp", "layout_policy.hpp", "plan/*.hpp",
+PURE = ["detail/*.hpp", "mesh.hpp", "sharding.hpp", "traffic.hpp", "version.hpp", "layout.hpp", "layout_policy.hpp", "ownership.hpp",
+        "block_placement.hpp", "array_traits.hpp", "plan/*.hpp",
         "launcher_environment.hpp", "nn/ffn_policy.hpp", "nn/pipeline_schedule.hpp",
         "scalapack/block_cyclic.hpp"]
 FORBIDDEN_IN_PURE = re.compile(r"^(mpi\.h|Eigen/.*|unsupported/Eigen/.*|cblas\.h)$")

@@ -22,6 +22,26 @@
 
 namespace shardwise {
 
+namespace detail {
+
+/// The layout of an owning array of layout kind L with sharding To: a matrix in Eigen's order
+/// Order (-1: the one To gives), a row-major tensor, an activation in the order To gives (that
+/// specialization is with the activations, in nn/sharded_activation.hpp).
+template <typename L, typename To, int Order>
+struct resharded_layout;
+template <int From, typename To, int Order>
+struct resharded_layout<MatrixLayout<From>, To, Order> {
+  using type = MatrixLayout<Order == -1 ? default_storage_order<To>() : Order>;
+};
+template <dim_order From, typename To, int Order>
+struct resharded_layout<TensorLayout<From>, To, Order> {
+  using type = TensorLayout<>;
+};
+template <typename L, typename To, int Order = -1>
+using resharded_layout_t = typename resharded_layout<L, To, Order>::type;
+
+}  // namespace detail
+
 /// The array with sharding To, as far as that needs no reshuffle: slice, gather minor axes,
 /// reduce a Partial (AllReduce) or ReduceScatter it into a dimension. The result is owning, of
 /// the same layout kind: a matrix in Eigen's order OrderTo (by default the one its sharding
