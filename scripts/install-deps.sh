@@ -9,8 +9,8 @@ packages=(
   libopenblas-dev libscalapack-openmpi-dev   # BLAS backend; ScaLAPACK: the drop-in p?gemm, its tests and the pdgemm peer
   gnuplot-nox                                # benchmark plot
   doxygen                                    # API reference (ninja -C build docs, test docs)
-  libsimgrid-dev                             # smpicxx, smpirun: simulated clusters (benchmarks/simulate)
-  gfortran                                   # smpif90: ScaLAPACK's PDGEMM for the simulator (benchmarks/build_scalapack_smpi.sh)
+  libsimgrid-dev                             # smpicxx, smpirun: simulated clusters (simulation/simulate)
+  gfortran                                   # smpif90: ScaLAPACK's PDGEMM for the simulator (simulation/peers/build_scalapack_smpi.sh)
 )
 
 missing=()

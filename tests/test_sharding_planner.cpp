@@ -347,7 +347,7 @@ TEST(ShardingPlanner, AnyMeshMayIdleRanksWhereThatIsCheaper) {
   EXPECT_EQ(sw::plan_matmul_any_mesh(7, tall, {.allow_idle = true}).ranks_used(), 7);
   // At most max_idle_share of the ranks idle.
   EXPECT_EQ(sw::plan_matmul_any_mesh(7, square, {.allow_idle = true, .max_idle_share = 0.1}).ranks_used(), 7);
-  // The floor of that search, which benchmarks/simulate_pdgemm.cpp shares: all ranks unless idling
+  // The floor of that search, which simulation/drivers/simulate_pdgemm.cpp shares: all ranks unless idling
   // is allowed, the share rounded up, never fewer than 2 (nor more than there are).
   static_assert(sw::AnyMeshOptions{}.fewest_ranks(127) == 127);
   static_assert(sw::AnyMeshOptions{.allow_idle = true}.fewest_ranks(127) == 96);  // 95.25 up

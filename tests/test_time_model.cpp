@@ -147,7 +147,7 @@ TEST(TimeModel, RingOverlapsItsExchangesWithTheGemms) {
   EXPECT_DOUBLE_EQ(sw::predicted_time(slow_network, mesh, problem, e.choice).seconds, 3 * slow_exchange + gemm / 4);
 }
 
-// P = 7 ranks, the shape benchmarks/simulate check uses: by bytes, a 3 x 2 grid leaving a rank
+// P = 7 ranks, the shape simulation/simulate check uses: by bytes, a 3 x 2 grid leaving a rank
 // idle; on a machine whose network is nearly free, the plan on all 7 ranks is faster (each
 // rank multiplies 1/7 of the product instead of 1/6), and the planner by time picks it.
 constexpr sw::MatmulProblem seven_rank_problem{{.m = 200, .k = 48, .n = 160}, 8};
@@ -257,7 +257,7 @@ double si(const std::string& number, const std::string& unit) {
 }
 
 platform_values read_platform(const std::string& name) {
-  std::ifstream file(std::string(SHARDWISE_BENCHMARKS_DIR) + "/" + name);
+  std::ifstream file(std::string(SHARDWISE_PLATFORMS_DIR) + "/" + name);
   std::stringstream text;
   text << file.rdbuf();
   const std::string xml = text.str();

@@ -13,7 +13,7 @@
 //   - charge: whether a GEMM charges its flops (the default). Off when the run lets SMPI time
 //     the code between MPI calls instead (smpi/simulate-computation:yes, with smpi/host-speed
 //     the platform's host speed), so that the simulated time is what this machine's GEMMs,
-//     copies and sums took (benchmarks/simulate validate); the GEMMs must compute then.
+//     copies and sums took (simulation/simulate validate); the GEMMs must compute then.
 //   - fold: whether the workspace's buffers come from SMPI's shared malloc, where all ranks'
 //     buffers are the same physical pages (their contents are garbage, so only with compute
 //     off) and SMPI skips copying messages between them. That is what fits thousands of

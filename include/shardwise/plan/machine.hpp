@@ -6,7 +6,7 @@
 //   constexpr sw::Machine cluster{.gemm_flops_per_second = 37.5e9, .link_bytes_per_second = 25e9,
 //                                 .link_latency_seconds = 0.25e-6};
 //
-// `benchmarks/simulate machine` measures this machine's values (GEMM rate; MPI bandwidth and
+// `simulation/simulate machine` measures this machine's values (GEMM rate; MPI bandwidth and
 // latency between two ranks) and prints them as such an initializer. The named machines below
 // are the SimGrid platforms the simulated table ran on (tests check them against the XML).
 // Pure compile-time.
@@ -41,7 +41,7 @@ struct Machine {
   BroadcastAlgorithm broadcast = BroadcastAlgorithm::binomial_tree;  ///< how MPI_Bcast sends
   /// A pipelined chain's segment (Open MPI's ompi_pipeline: 128 KiB).
   std::int64_t chain_segment_bytes = std::int64_t{128} << 10;
-  /// A torus's hosts along x, y and z; rank r on host r, x fastest (as benchmarks/simulate
+  /// A torus's hosts along x, y and z; rank r on host r, x fastest (as simulation/simulate
   /// places them). Unused on a fat tree.
   std::array<int, 3> torus_extents{};
 
@@ -70,17 +70,17 @@ constexpr void check_machine(std::string_view who, const Machine& machine) {
 
 }  // namespace detail
 
-/// The machines of the simulated table (benchmarks/*_cluster.xml), each rank on a host of its own.
+/// The machines of the simulated table (simulation/platforms/*_cluster.xml), each rank on a host of its own.
 namespace machines {
 
-/// benchmarks/fat_tree_cluster.xml: InfiniBand HDR, 25 GB/s per port, 0.25 us per link, a
+/// simulation/platforms/fat_tree_cluster.xml: InfiniBand HDR, 25 GB/s per port, 0.25 us per link, a
 /// host at 37.5 GFLOP/s (one core's OpenBLAS dgemm), SMPI's default (binomial) broadcast.
 inline constexpr Machine simulated_fat_tree{.gemm_flops_per_second = 37.5e9,
                                             .link_bytes_per_second = 25e9,
                                             .link_latency_seconds = 0.25e-6,
                                             .network = Network::fat_tree};
 
-/// benchmarks/torus_cluster.xml: a 16 x 16 x 16 torus of Tofu D links, 6.8 GB/s and 0.5 us
+/// simulation/platforms/torus_cluster.xml: a 16 x 16 x 16 torus of Tofu D links, 6.8 GB/s and 0.5 us
 /// per hop, hosts as above.
 inline constexpr Machine simulated_torus{.gemm_flops_per_second = 37.5e9,
                                          .link_bytes_per_second = 6.8e9,

@@ -127,7 +127,7 @@ inline std::int64_t budget_bytes(int ranks, std::int64_t m, std::int64_t n, std:
 
 /// The machine SHARDWISE_PGEMM_MACHINE describes, if it is set: "GEMM_FLOPS,LINK_BYTES,LINK_LATENCY"
 /// (one rank's GEMM rate in flop/s, a link's bandwidth in bytes/s and latency in seconds, on a
-/// fat tree: what `benchmarks/simulate machine` prints for this machine), or "simulated_fat_tree"
+/// fat tree: what `simulation/simulate machine` prints for this machine), or "simulated_fat_tree"
 /// or "simulated_torus" (sw::machines). The redistributed way then runs the plan of least
 /// predicted time on it (AnyMeshOptions::machine) instead of the plan of fewest bytes. Read once;
 /// a value that is none of these is reported once on stderr and plans stay by bytes.

@@ -7,13 +7,13 @@
 // timing (they wait at the barrier, and their 0 bytes equal their model's).
 //
 // The same source is a plain MPI program (mpiexec, real time) and, compiled with smpicxx and
-// -DSHARDWISE_SIMULATE=1, a simulated one (smpirun, see benchmarks/simulate): then the local
+// -DSHARDWISE_SIMULATE=1, a simulated one (smpirun, see simulation/simulate): then the local
 // GEMMs charge 2mnk flops to the simulated host, MPI_Wtime is the simulated clock, and
 //   --no-compute  skips the GEMMs' arithmetic (the simulated time is unchanged), and
 //   --fold        also folds the operands and the workspace onto shared pages (SMPI's shared
 //                 malloc), so that thousands of ranks fit in one machine;
 //   --measure     the GEMMs compute and charge no flops: for a run where SMPI times the code
-//                 between MPI calls (smpi/simulate-computation:yes; benchmarks/simulate validate).
+//                 between MPI calls (smpi/simulate-computation:yes; simulation/simulate validate).
 // A real run (the plain MPI build) also prints each plan's CPU time: the largest over the ranks
 // of their process CPU time in the run whose wall time was the best.
 // Without --no-compute every rank checks its block of C against its own serial product.
@@ -236,7 +236,7 @@ Options parse(int argc, char** argv) {
   }
 #if !(defined(SHARDWISE_SIMULATE) && SHARDWISE_SIMULATE)
   if (!o.compute || o.fold || o.measure) {
-    std::fprintf(stderr, "simulate_matmul: --no-compute, --fold and --measure need the simulation build (benchmarks/simulate)\n");
+    std::fprintf(stderr, "simulate_matmul: --no-compute, --fold and --measure need the simulation build (simulation/simulate)\n");
     std::exit(2);
   }
 #endif

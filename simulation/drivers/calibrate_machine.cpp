@@ -3,7 +3,7 @@
 // runs multiply) and the MPI bandwidth and latency between two ranks (ping-pong: half the
 // round trip of 8 bytes, and of 64 MiB). Printed as a C++ initializer and as JSON.
 //
-//   benchmarks/simulate machine       (builds this with mpicxx and runs it under mpiexec -n 2)
+//   simulation/simulate machine       (builds this with mpicxx and runs it under mpiexec -n 2)
 //
 // Two ranks of one machine talk through shared memory, not a network: the numbers describe
 // this machine for the model (docs/scaling.md, "Describing a machine"); a cluster's are measured
@@ -78,7 +78,7 @@ int main(int argc, char** argv) {
   if (rank == 0) {
     // The model charges a message on a fat tree 4 links' latency (host, leaf, spine, leaf,
     // host): the measured latency is a message's, so a link's is a quarter of it.
-    std::printf("// This machine (benchmarks/simulate machine): one core's dgemm, MPI between two ranks.\n"
+    std::printf("// This machine (simulation/simulate machine): one core's dgemm, MPI between two ranks.\n"
                 "constexpr sw::Machine this_machine{.gemm_flops_per_second = %.4g,\n"
                 "                                   .link_bytes_per_second = %.4g,\n"
                 "                                   .link_latency_seconds = %.4g,  // a message: %.4g s\n"

@@ -1,4 +1,4 @@
-/* dgemm_ for a simulated cluster (benchmarks/build_scalapack_smpi.sh): charges the product's
+/* dgemm_ for a simulated cluster (simulation/peers/build_scalapack_smpi.sh): charges the product's
  * 2mnk flops to the simulated host, as shardwise's kernels do under SHARDWISE_SIMULATE, and
  * multiplies (through OpenBLAS's cblas_dgemm, a different symbol) only when the driver has
  * called flop_charging_dgemm_computes(1), for the runs whose results are checked. Linked into

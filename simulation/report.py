@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""benchmarks/simulated.md from the cells of `benchmarks/simulate table`.
+"""simulation/results/simulated.md from the cells of `simulation/simulate table`.
 
-    simulate_report.py CELLS_TSV OUTPUT
-    simulate_report.py --left-out        the cells LEFT_OUT names, one a line: PLATFORM P SHAPE PLAN REASON
+    simulation/report.py CELLS_TSV OUTPUT
+    simulation/report.py --left-out        the cells LEFT_OUT names, one a line: PLATFORM P SHAPE PLAN REASON
 
-CELLS_TSV is the one results table, a row per cell (benchmarks/simulate cell writes it):
+CELLS_TSV is the one results table, a row per cell (simulation/simulate cell writes it):
 platform, P, shape, plan, the simulation driver's line (or FAILED ...), the wall time, the
 simulator's peak private memory, the load average at the start, the cores and the date.
 The report has, per platform, a summary (per P and shape: simulated seconds and % of peak of the
@@ -13,7 +13,7 @@ lower bound), the goals of issue 25 as far as the cells allow, every cell's full
 left out (LEFT_OUT: marked "needs a larger machine" with the reason, or "would not change the
 table") and the cells not run otherwise, with the commands that fill them; and the time model's
 prediction for every best, SUMMA and 2.5D cell next to its simulated time, with the plans the
-planner picks by predicted time (from `benchmarks/simulate predict`: the planner and the model
+planner picks by predicted time (from `simulation/simulate predict`: the planner and the model
 only, no simulation). Then the strong-scaling series (STRONG_SHAPES on STRONG_PROCS ranks, issue
 40): the table's plans and "time" (PLATFORM-P-SHAPE-time.md, the planner's plan by predicted time
 on the platform's machine), each with its prediction and speed-up over PDGEMM, and the goals.
@@ -24,8 +24,8 @@ import re
 import subprocess
 import sys
 
-PLATFORMS = [("fat_tree", "Fat tree (`benchmarks/fat_tree_cluster.xml`: InfiniBand HDR, 25 GB/s per port)"),
-             ("torus", "3-D torus (`benchmarks/torus_cluster.xml`: Tofu D links, 6.8 GB/s)")]
+PLATFORMS = [("fat_tree", "Fat tree (`simulation/platforms/fat_tree_cluster.xml`: InfiniBand HDR, 25 GB/s per port)"),
+             ("torus", "3-D torus (`simulation/platforms/torus_cluster.xml`: Tofu D links, 6.8 GB/s)")]
 PROCS = [64, 127, 256, 512, 1024, 4096]
 SHAPES = [("square", "square 32768³"), ("tall", "tall-skinny 2²¹ x 2¹² x 2¹²"),
           ("large_k", "large-k 2¹² x 2²¹ x 2¹²"), ("flat", "flat 2¹⁷ x 2¹¹ x 2¹⁷")]
@@ -42,8 +42,8 @@ IDLE_PDGEMM = ["pdgemm64idle", "pdgemm128idle", "pdgemm256idle"]
 PDGEMM_NBS = ("pdgemm64", "pdgemm128", "pdgemm256")
 BOTH = ("fat_tree", "torus")
 # The cells of the table that this project's machines (2 cores, 24 GiB) leave out, kept here
-# only: the report marks them (by reason) instead of "not run", and `benchmarks/simulate table`
-# skips them unless --include-left-out (it reads them from `simulate_report.py --left-out`).
+# only: the report marks them (by reason) instead of "not run", and `simulation/simulate table`
+# skips them unless --include-left-out (it reads them from `simulation/report.py --left-out`).
 # Entries: platforms, P, shape, plans, reason. A cell that has a result shows its result.
 LEFT_OUT = [
     (BOTH, (1024, 4096), "large_k", PDGEMM_NBS, "memory"),
@@ -145,7 +145,7 @@ MODELED = ("best", "summa", "25d")  # the plans the time model reads; PDGEMM's s
 
 
 def predictions():
-    """From `benchmarks/simulate predict`: {(platform, P, shape, plan): (predicted s, GEMM s)} for
+    """From `simulation/simulate predict`: {(platform, P, shape, plan): (predicted s, GEMM s)} for
     the best, summa and 25d cells, and {(platform, P, shape): the plan chosen by time}; both empty
     (with a warning) where it cannot run."""
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "simulate")
@@ -170,7 +170,7 @@ def emit_predicted(emit, cells, predicted, by_time):
     emit("## Predicted against simulated")
     emit("")
     if not predicted:
-        emit("No predictions: `benchmarks/simulate predict` did not run (a C++20 compiler is needed).")
+        emit("No predictions: `simulation/simulate predict` did not run (a C++20 compiler is needed).")
         emit("")
         return
     emit("The time model (`include/shardwise/plan/time_model.hpp`) reads each plan's steps on the platform's "
@@ -306,7 +306,7 @@ def emit_strong(emit, cells, predicted, by_time):
     emit("")
     emit("A fixed product on P = 64 to 4096 ranks (issue 40): n = 8192 and 16384 squared (`square8k`, "
          "`square16k`) and the table's rectangular shapes at the flops of n = 8192 (`tall8k`, `large_k8k`, "
-         "`flat8k`). Every cell is `benchmarks/simulate cell PLATFORM P SHAPE PLAN`, as the table's. By bytes: "
+         "`flat8k`). Every cell is `simulation/simulate cell PLATFORM P SHAPE PLAN`, as the table's. By bytes: "
          "the `best` cell (the planner's plan of fewest bytes); by time: the `time` cell, the planner's plan of "
          "least predicted time on the platform's `sw::Machine` (`plan_matmul_any_mesh` with `.machine`; "
          "within 1 % of the fastest prediction, the fewest bytes), run only where it is another plan than best "
@@ -374,7 +374,7 @@ def emit_strong(emit, cells, predicted, by_time):
     differ = [key for key, choice in series.items() if choice["same_as"] != "best"]
     if series:
         emit(f"- The plan by time is another than the plan by bytes in {len(differ)} of the series' {len(series)} "
-             f"platforms, P and shapes (`benchmarks/simulate predict`); the same in: "
+             f"platforms, P and shapes (`simulation/simulate predict`); the same in: "
              + (", ".join(f"{k[0].replace('_', ' ')} P = {k[1]} {k[2]}" for k in sorted(series) if k not in differ)
                 or "none") + ".")
     for platform in ("torus", "fat_tree"):
@@ -398,10 +398,10 @@ def emit_strong(emit, cells, predicted, by_time):
                 speedup = number(pd["seconds"]) / seconds
                 text += (f", {speedup:.2f} x PDGEMM: >= 2 x {'met' if speedup >= 2 else 'not met'}, "
                          f">= 60 % {'met' if number(cell['peak']) >= 60 else 'not met'}")
-            parts.append(text + f" (`benchmarks/simulate cell {platform} 4096 square8k {what}`)")
+            parts.append(text + f" (`simulation/simulate cell {platform} 4096 square8k {what}`)")
         if pd is not None:
             parts.append(f"PDGEMM {seconds_text(number(pd['seconds']))} s, {pd['peak']} % ({pd['plan'].split(':')[1]}, "
-                         f"{pd['mesh']}; `benchmarks/simulate cell {platform} 4096 square8k "
+                         f"{pd['mesh']}; `simulation/simulate cell {platform} 4096 square8k "
                          f"pdgemm{pd['plan'].split(':')[1]}`)")
         else:
             parts.append("PDGEMM not run")
@@ -471,7 +471,7 @@ def summary_entry(cell, key=None):
 
 
 def emit_commands(emit, keys, option=""):
-    """One `benchmarks/simulate table` command per platform, P and set of shapes for keys."""
+    """One `simulation/simulate table` command per platform, P and set of shapes for keys."""
     by_group = {}
     for platform, p, shape, plan in keys:
         by_group.setdefault((platform, p), {}).setdefault(plan, []).append(shape)
@@ -483,7 +483,7 @@ def emit_commands(emit, keys, option=""):
             plan_text = ",".join(plan_list)
             if set(plan_list) >= set(PDGEMM_NBS):
                 plan_text = ",".join([x for x in plan_list if not x.startswith("pdgemm")] + ["pdgemm"])
-            emit(f"- `benchmarks/simulate table{option} --platforms {platform} --procs {p} --shapes {','.join(shapes)} "
+            emit(f"- `simulation/simulate table{option} --platforms {platform} --procs {p} --shapes {','.join(shapes)} "
                  f"--plans {plan_text}`")
 
 
@@ -497,11 +497,11 @@ def main():
     predicted, by_time = predictions()
     out = []
     emit = out.append
-    emit("<!-- Written by benchmarks/simulate_report.py from benchmarks/results/simulated_cells.tsv "
-         "(benchmarks/simulate table); do not edit. -->")
+    emit("<!-- Written by simulation/report.py from simulation/results/cells.tsv "
+         "(simulation/simulate table); do not edit. -->")
     emit("# Simulated time of the matmul plans: the table of issue 25")
     emit("")
-    emit("Every cell is one simulation (`benchmarks/simulate cell PLATFORM P SHAPE PLAN`), folded and not "
+    emit("Every cell is one simulation (`simulation/simulate cell PLATFORM P SHAPE PLAN`), folded and not "
          "computed, fp64, at most 4 GiB per rank. Shapes of 2⁴⁵ multiply-adds each (those of n = 32768). "
          "Seconds are simulated, of the slowest rank; % of peak is 2mnk per simulated second over P hosts at "
          "37.5 GFLOP/s (idle ranks count). Best: the planner's cheapest plan over every mesh of P ranks, or of "
@@ -617,7 +617,7 @@ def main():
     if not left:
         emit("None.")
     else:
-        emit(f"{len(left)} cells, named in `benchmarks/simulate_report.py` (LEFT_OUT); `benchmarks/simulate table` "
+        emit(f"{len(left)} cells, named in `simulation/report.py` (LEFT_OUT); `simulation/simulate table` "
              "skips them unless `--include-left-out`. Per reason, platform and P:")
         for reason in LEFT_OUT_REASONS:
             keys = [key for key in left if LEFT[key] == reason]
@@ -635,7 +635,7 @@ def main():
     if not missing:
         emit("None.")
     else:
-        emit(f"{len(missing)} cells. `benchmarks/simulate table --jobs N` runs every cell that has no result "
+        emit(f"{len(missing)} cells. `simulation/simulate table --jobs N` runs every cell that has no result "
              "yet (the largest P first); per platform and P, the missing ones are:")
         emit("")
         emit_commands(emit, missing)

@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # Builds ScaLAPACK's PDGEMM (BLACS, the PBLAS it needs, a few TOOLS) against SimGrid's SMPI,
-# and the PDGEMM driver benchmarks/simulate_pdgemm.cpp, so that the peer runs on the same
-# simulated clusters as shardwise (benchmarks/simulate). Debian's libscalapack is linked to
+# and the PDGEMM driver simulation/drivers/simulate_pdgemm.cpp, so that the peer runs on the same
+# simulated clusters as shardwise (simulation/simulate). Debian's libscalapack is linked to
 # OpenMPI and cannot run under smpirun; the reference source can be compiled with smpicc.
 #
-#   benchmarks/build_scalapack_smpi.sh [SCALAPACK_SOURCE] [BUILD_DIR]
+#   simulation/peers/build_scalapack_smpi.sh [SCALAPACK_SOURCE] [BUILD_DIR]
 #     SCALAPACK_SOURCE  reference ScaLAPACK's source tree (BLACS/SRC, PBLAS/SRC, TOOLS; e.g. a
 #                       clone of https://github.com/Reference-ScaLAPACK/scalapack): the first
 #                       argument, else the environment variable SCALAPACK_SOURCE, else
 #                       ../shared/peers/scalapack next to this repository
 #     BUILD_DIR         default build-scalapack-smpi/ in this repository (ignored by git);
 #                       the source is only read, never copied into the repository
-# Then:  benchmarks/simulate pdgemm P PLATFORM [--n N] [--nb NB] [--check]
+# Then:  simulation/simulate pdgemm P PLATFORM [--n N] [--nb NB] [--check]
 #
 # What is compiled (with smpicc / smpif90; gfortran must be installed):
 #   - BLACS: the internal BI_*.c once; the user routines twice, for the Fortran interface and,
@@ -23,7 +23,7 @@
 # simulated host (and multiplies through OpenBLAS's cblas_dgemm only when the driver asks),
 # exactly as shardwise's kernels do under SHARDWISE_SIMULATE.
 set -euo pipefail
-repo=$(cd "$(dirname "$0")/.." && pwd)
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 source_dir=${1:-${SCALAPACK_SOURCE:-$repo/../shared/peers/scalapack}}
 build_dir=${2:-$repo/build-scalapack-smpi}
 for tool in smpicc smpif90 smpicxx; do
@@ -75,8 +75,8 @@ ar rcs "$build_dir/libscalapack_smpi.a" "$obj"/*.o
 
 # The flop-charging dgemm_ and the driver, linked with the archive and OpenBLAS (its other
 # BLAS routines, and cblas_dgemm for checked runs).
-smpicc -O2 -fPIC -Wall -Wextra -c "$repo/benchmarks/flop_charging_dgemm.c" -o "$build_dir/flop_charging_dgemm.o"
+smpicc -O2 -fPIC -Wall -Wextra -c "$repo/simulation/drivers/flop_charging_dgemm.c" -o "$build_dir/flop_charging_dgemm.o"
 smpicxx -std=c++20 -O2 -Wall -Wextra -Wpedantic -fno-gnu-unique -DSMPI_NO_OVERRIDE_MALLOC=1 -I"$repo/include" \
-  "$repo/benchmarks/simulate_pdgemm.cpp" "$build_dir/flop_charging_dgemm.o" "$build_dir/libscalapack_smpi.a" \
+  "$repo/simulation/drivers/simulate_pdgemm.cpp" "$build_dir/flop_charging_dgemm.o" "$build_dir/libscalapack_smpi.a" \
   $(pkg-config --libs openblas) -lgfortran -o "$build_dir/simulate_pdgemm"
 echo "build_scalapack_smpi: $build_dir/simulate_pdgemm"

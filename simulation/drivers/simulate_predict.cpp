@@ -10,11 +10,11 @@
 //   cell  PLATFORM P SHAPE PLAN PREDICTED_S GEMM_S MESH PLAN_TEXT
 //   time  PLATFORM P SHAPE SAME_AS PREDICTED_S GEMM_S MESH PLAN_TEXT BYTES_PLAN_PREDICTED_S
 //
-//   benchmarks/simulate predict        (builds this and feeds it the table's P and shapes)
-//   benchmarks/simulate_report.py      (the same, for the report's "predicted" column)
+//   simulation/simulate predict        (builds this and feeds it the table's P and shapes)
+//   simulation/report.py      (the same, for the report's "predicted" column)
 //
 // With `--machine NAME GEMM_FLOPS LINK_BYTES LINK_LATENCY` it predicts on that machine alone
-// (a fat tree, binomial broadcasts), as `benchmarks/simulate validate` does with this
+// (a fat tree, binomial broadcasts), as `simulation/simulate validate` does with this
 // machine's calibrated values to set the model beside real runs.
 #include <cstdint>
 #include <cstdio>

@@ -7,8 +7,8 @@
 // P / (p q), as shardwise's best plan weighs its meshes (plan_matmul_any_mesh): a ScaLAPACK user
 // on a prime P takes a 2-D grid of fewer ranks rather than 1 x P, whose block-cyclic C leaves
 // most ranks without a block when n / NB < P. The ranks outside the grid idle.
-// Built by benchmarks/build_scalapack_smpi.sh against SMPI, with flop_charging_dgemm.c as its
-// dgemm_; run by `benchmarks/simulate pdgemm`.
+// Built by simulation/peers/build_scalapack_smpi.sh against SMPI, with flop_charging_dgemm.c as its
+// dgemm_; run by `simulation/simulate pdgemm`.
 //
 //   simulate_pdgemm [--m M] [--k K] [--n N] [--nb NB] [--grid PxQ] [--allow-idle] [--reps R] [--check] [--fold]
 //     --m, --k  default to --n (256)

@@ -7,7 +7,7 @@
 // all three regimes) and their ratio, as a Markdown table. Where a cell was simulated, its
 // ranks counted the same bytes (simulate_matmul checks every rank against this model).
 //
-//   benchmarks/simulate bounds          (builds this and feeds it the table's P and shapes)
+//   simulation/simulate bounds          (builds this and feeds it the table's P and shapes)
 #include <cstdint>
 #include <cstdio>
 #include <iostream>
