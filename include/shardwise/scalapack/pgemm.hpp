@@ -322,9 +322,11 @@ PgemmOutcome pgemm(char transa, char transb, int m, int n, int k, Scalar alpha, 
                 "shardwise::scalapack::pgemm: the scalar must be float, double, std::complex<float> or "
                 "std::complex<double> (psgemm, pdgemm, pcgemm, pzgemm)");
   const Descriptor da = Descriptor::from(desca), db = Descriptor::from(descb), dc = Descriptor::from(descc);
-  return detail::pgemm_described<Scalar>(transa, transb, m, n, k, alpha, da.origin(a, grid), da.row(ia), da.col(ja),
-                                         da, db.origin(b, grid), db.row(ib), db.col(jb), db, beta,
-                                         dc.origin(c, grid), dc.row(ic), dc.col(jc), dc, grid);
+  da.locate(a, ia, ja, grid);
+  db.locate(b, ib, jb, grid);
+  dc.locate(c, ic, jc, grid);
+  return detail::pgemm_described<Scalar>(transa, transb, m, n, k, alpha, a, ia, ja, da, b, ib, jb, db, beta, c, ic, jc,
+                                         dc, grid);
 }
 
 }  // namespace shardwise::scalapack

@@ -35,7 +35,7 @@ struct Grid {
 /// A DTYPE 2 matrix whose first block is no larger than the others (1 <= IMB <= MB, 1 <= INB <=
 /// NB) is read as the DTYPE 1 matrix it ends: that one has MB - IMB rows and NB - INB columns
 /// more at its start (row_pad, col_pad), in the first block of RSRC's process row and CSRC's
-/// process column, which no local array stores. row(), col() and origin() move the caller's IA,
+/// process column, which no local array stores. locate() (row(), col(), origin()) moves the caller's IA,
 /// JA and local array into it, so that every routine works on DTYPE 1 alone; the pad lies
 /// before every submatrix and is never read. Other DTYPE 2 descriptors keep dtype 2, which the
 /// routines refuse (the drop-in hands those calls to ScaLAPACK).
@@ -79,6 +79,12 @@ struct Descriptor {
   [[nodiscard]] Pointer origin(Pointer local, const Grid& g) const {
     const std::int64_t shift = (g.row == rsrc ? row_pad : 0) + (g.col == csrc ? std::int64_t{col_pad} * lld : 0);
     return shift == 0 || local == nullptr ? local : local - shift;
+  }
+  /// The caller's local array, IA and JA, in place, as this descriptor counts them (origin(),
+  /// row(), col()): what each routine does to each operand at its entry.
+  template <typename Pointer>
+  void locate(Pointer& local, int& i, int& j, const Grid& g) const {
+    local = origin(local, g), i = row(i), j = col(j);
   }
 };
 

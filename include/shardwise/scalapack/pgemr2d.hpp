@@ -159,8 +159,8 @@ PgemmOutcome pgemr2d(int m, int n, const Scalar* a, int ia, int ja, const int* d
   // A's descriptor is read on A's grid only, B's on B's; from here on each operand as its
   // Descriptor counts it (DTYPE 2 as DTYPE 1).
   const Descriptor da = in_a ? Descriptor::from(desca) : Descriptor{}, db = in_b ? Descriptor::from(descb) : Descriptor{};
-  if (in_a) a = da.origin(a, grid_a), ia = da.row(ia), ja = da.col(ja);
-  if (in_b) b = db.origin(b, grid_b), ib = db.row(ib), jb = db.col(jb);
+  if (in_a) da.locate(a, ia, ja, grid_a);
+  if (in_b) db.locate(b, ib, jb, grid_b);
   std::string problem;
   if (m < 0 || n < 0) problem = "M and N must not be negative";
   if (problem.empty() && in_a) problem = check_operand("A", da, grid_a, ia, ja, m, n);

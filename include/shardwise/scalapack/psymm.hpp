@@ -144,9 +144,9 @@ PgemmOutcome psymm(bool hermitian, char side, char uplo, int m, int n, Scalar al
   ++stats.calls;
   const Descriptor da = Descriptor::from(desca), db = Descriptor::from(descb), dc = Descriptor::from(descc);
   // From here on every operand as its Descriptor counts it (DTYPE 2 as DTYPE 1).
-  a = da.origin(a, grid), ia = da.row(ia), ja = da.col(ja);
-  b = db.origin(b, grid), ib = db.row(ib), jb = db.col(jb);
-  c = dc.origin(c, grid), ic = dc.row(ic), jc = dc.col(jc);
+  da.locate(a, ia, ja, grid);
+  db.locate(b, ib, jb, grid);
+  dc.locate(c, ic, jc, grid);
   const std::string problem = check_psymm(side, uplo, m, n, da, ia, ja, db, ib, jb, dc, ic, jc, grid, true);
   const auto refuse = [&](std::string reason) {
     ++stats.not_covered;

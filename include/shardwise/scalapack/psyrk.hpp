@@ -105,8 +105,8 @@ PgemmOutcome psyrk(bool hermitian, char uplo, char trans, int n, int k, Scalar a
   ++stats.calls;
   const Descriptor da = Descriptor::from(desca), dc = Descriptor::from(descc);
   // From here on both operands as their Descriptors count them (DTYPE 2 as DTYPE 1).
-  a = da.origin(a, grid), ia = da.row(ia), ja = da.col(ja);
-  c = dc.origin(c, grid), ic = dc.row(ic), jc = dc.col(jc);
+  da.locate(a, ia, ja, grid);
+  dc.locate(c, ic, jc, grid);
   const bool complex = shardwise::detail::is_complex_v<Scalar>;
   const bool herk = hermitian && complex;
   const int op = syrk_op(trans, herk, complex);

@@ -89,8 +89,8 @@ PgemmOutcome ptran(bool conjugate, int m, int n, Scalar alpha, const Scalar* a, 
   ++stats.calls;
   const Descriptor da = Descriptor::from(desca), dc = Descriptor::from(descc);
   // From here on both operands as their Descriptors count them (DTYPE 2 as DTYPE 1).
-  a = da.origin(a, grid), ia = da.row(ia), ja = da.col(ja);
-  c = dc.origin(c, grid), ic = dc.row(ic), jc = dc.col(jc);
+  da.locate(a, ia, ja, grid);
+  dc.locate(c, ic, jc, grid);
   const std::string problem = check_ptran(m, n, da, ia, ja, dc, ic, jc, grid, true);
   const auto refuse = [&](std::string reason) {
     ++stats.not_covered;
