@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "shardwise/comm/communicator.hpp"
+#include "shardwise/comm/pairwise_reduce_scatter.hpp"
 #include "shardwise/process_group_mesh.hpp"
 
 namespace checks {
@@ -123,6 +124,19 @@ void check_reduce_scatter(C& comm, std::int64_t salt) {
     for (std::size_t j = 0; j < want.size(); ++j) want[j] = reduce<T>(op, p, offset + static_cast<std::int64_t>(j));
     comm.reduce_scatter(in, out, counts, op);
     expect_equal(out, want, std::string("reduce_scatter ") + sw::detail::name_of(op), r, p);
+    if (op != sw::ReduceOp::sum) continue;
+    // The same sum by the pairwise exchange (the drop-in's reduced p?gemm), parts packed apart.
+    std::vector<int> part_counts(static_cast<std::size_t>(p)), part_offsets(static_cast<std::size_t>(p));
+    for (int q = 0, at = 0; q < p; at += part_counts[static_cast<std::size_t>(q)], ++q) {
+      part_counts[static_cast<std::size_t>(q)] = static_cast<int>(counts[static_cast<std::size_t>(q)]);
+      part_offsets[static_cast<std::size_t>(q)] = at;
+    }
+    std::vector<T> pairwise(out.size() + 1, T(-1)), scratch(out.size());
+    sw::detail::pairwise_reduce_scatter<T>(comm, std::span<const T>(in), part_counts, part_offsets,
+                                           std::span<T>(pairwise), std::span<T>(scratch));
+    EXPECT_EQ(pairwise.back(), T(-1)) << "pairwise_reduce_scatter wrote past its part, rank " << r << " of " << p;
+    pairwise.pop_back();
+    expect_equal(pairwise, want, "pairwise_reduce_scatter", r, p);
   }
 }
 

@@ -22,7 +22,7 @@
 // aligned case, op 'N' both; PgemmStats::in_place); where op(A) or op(B) is transposed and
 // sub(A)'s and sub(B)'s k indices are dealt alike over the grid (CP2K's C^T S C on a P x 1
 // grid), each process's partial product over the k indices it holds, summed onto sub(C)'s
-// owners by one reduce-scatter (PgemmStats::reduced); and where op(A) is transposed, the k rows
+// owners by one pairwise reduce-scatter (PgemmStats::reduced); and where op(A) is transposed, the k rows
 // lie on one process row and sub(C)'s columns as sub(B)'s (the same product on a 1 x P grid),
 // sub(A) gathered along that row, each process then computing its columns of sub(C)
 // (PgemmStats::gathered). The models are cached per call shape, as the plans are.
@@ -286,7 +286,8 @@ PgemmOutcome pgemm_described(char transa, char transb, int m, int n, int k, Scal
     return {};
   }
   if (chosen == way::reduced) {
-    reduced_pgemm<Scalar>(m, n, k, alpha, sub_a, sub_b, beta, sub_c, grid, split, w);
+    reduced_pgemm<Scalar>(m, n, k, alpha, sub_a, sub_b, beta, sub_c, grid, split,
+                          groups_for(grid.comm, Cube{grid.rows, grid.cols, 1}).state(), w);
     stats().plan_bytes += costs.of[1].bytes;
     ++stats().reduced;
     ++stats().planned;

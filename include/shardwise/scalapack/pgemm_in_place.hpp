@@ -1,8 +1,8 @@
 // shardwise/scalapack/pgemm_in_place.hpp: the ways p?gemm computes a call in the operands' own
 // arrays, with their conditions and traffic models: one process's local GEMM (local_pgemm),
 // SUMMA over the k blocks in ScaLAPACK's aligned case (aligned, in_place_panels), partial
-// products summed by one reduce-scatter where the k indices are dealt alike (split_over_k,
-// reduced_pgemm), and sub(A) gathered along one process row (gather_row, gathered_pgemm).
+// products summed by a pairwise reduce-scatter where the k indices are dealt alike
+// (split_over_k, reduced_pgemm), and sub(A) gathered along one process row (gather_row, gathered_pgemm).
 #pragma once
 
 #include <mpi.h>
@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "shardwise/comm/pairwise_reduce_scatter.hpp"
 #include "shardwise/kernels/cyclic_summa.hpp"
 #include "shardwise/kernels/gemm.hpp"
 #include "shardwise/scalapack/pgemm_call.hpp"
@@ -69,7 +70,7 @@ inline reduction_split split_over_k(int opa, int opb, std::int64_t m, std::int64
   return {true, line_a};
 }
 
-/// What the rank at (row, col) sends in reduced_pgemm's reduce-scatter, modeled as a ring: its
+/// What the rank at (row, col) sends in reduced_pgemm's pairwise reduce-scatter: its
 /// partial sums of every element of sub(C) (`target`) but those it holds, in P - 1 messages.
 inline Traffic reduction_traffic(const BlockCyclicDim& c_rows, const BlockCyclicDim& c_cols, int row, int col,
                                  const Rect& target, int ranks, std::int64_t scalar_bytes) {
@@ -183,14 +184,14 @@ void local_pgemm(int opa, int opb, std::int64_t m, std::int64_t n, std::int64_t 
 
 /// sub(C) := alpha op(sub(A)) op(sub(B)) + beta sub(C) where split_over_k() holds: each
 /// process of the split's line multiplies the k indices it holds of both operands, in its
-/// local arrays (one local GEMM, m x n), the others contribute zeros, and one reduce-scatter
-/// sums the partial products onto sub(C)'s owners, which apply alpha and beta. No operand
-/// moves; reduction_traffic() is its model. Collective over the grid; M, N, K > 0.
+/// local arrays (one local GEMM, m x n), the others contribute zeros, and a pairwise
+/// reduce-scatter (P - 1 exchanges) sums the partial products onto sub(C)'s owners, which
+/// apply alpha and beta. No operand moves; reduction_traffic() is its model. Collective over the grid; M, N, K > 0.
 template <typename Scalar>
 void reduced_pgemm(std::int64_t m, std::int64_t n, std::int64_t k, Scalar alpha,
                    const BlockCyclicOperand<const Scalar*>& a, const BlockCyclicOperand<const Scalar*>& b, Scalar beta,
                    const BlockCyclicOperand<Scalar*>& c, const Grid& grid, const reduction_split& split,
-                   pgemm_workspace<Scalar>& w) {
+                   shardwise::detail::group_mesh_state& groups, pgemm_workspace<Scalar>& w) {
   const Rect sa = a.source({0, 0, m, k}), sb = b.source({0, 0, k, n});
   const auto [a_row0, a_rows] = local_run(a.rows, grid.row, sa.row0, sa.rows);
   const auto [a_col0, a_cols] = local_run(a.cols, grid.col, sa.col0, sa.cols);
@@ -207,13 +208,15 @@ void reduced_pgemm(std::int64_t m, std::int64_t n, std::int64_t k, Scalar alpha,
   static_cast<void>(b_rows), static_cast<void>(b_cols);  // b's are local_k and n on the line, by the split
 
   // The partial sums in the order of sub(C)'s owners (each one's elements as it stores them),
-  // summed by one reduce-scatter (pgemm has checked that m n fits an int).
+  // summed onto them by the pairwise exchange, whose traffic reduction_traffic() models.
   const int ranks = grid.rows * grid.cols, me = grid.row * grid.cols + grid.col;
   const Rect target{c.row0, c.col0, m, n};
   w.receive_counts.resize(static_cast<std::size_t>(ranks));
+  w.receive_offsets.resize(static_cast<std::size_t>(ranks));
   w.send.resize(static_cast<std::size_t>(m * n));
   Scalar* packed = w.send.data();
   for (int d = 0; d < ranks; ++d) {
+    w.receive_offsets[static_cast<std::size_t>(d)] = static_cast<int>(packed - w.send.data());
     w.receive_counts[static_cast<std::size_t>(d)] =
         static_cast<int>(held_count(c.rows, c.cols, d / grid.cols, d % grid.cols, target));
     for_each_held(c.rows, c.cols, d / grid.cols, d % grid.cols, target, c.ld,
@@ -222,8 +225,9 @@ void reduced_pgemm(std::int64_t m, std::int64_t n, std::int64_t k, Scalar alpha,
                   });
   }
   w.receive.resize(static_cast<std::size_t>(std::max(1, w.receive_counts[static_cast<std::size_t>(me)])));
-  MPI_Reduce_scatter(w.send.data(), w.receive.data(), w.receive_counts.data(), mpi_type<Scalar>(), MPI_SUM,
-                     grid.comm);
+  // groups.world() is grid.comm's ranks in its order; w.partial, packed, serves as scratch.
+  shardwise::detail::pairwise_reduce_scatter<Scalar>(groups.world(), w.send, w.receive_counts, w.receive_offsets,
+                                                     w.receive, w.partial);
   store_scaled<Scalar>(w.receive.data(), c, grid, target, alpha, beta);
 }
 
