@@ -219,10 +219,13 @@ void reduced_pgemm(std::int64_t m, std::int64_t n, std::int64_t k, Scalar alpha,
     w.receive_offsets[static_cast<std::size_t>(d)] = static_cast<int>(packed - w.send.data());
     w.receive_counts[static_cast<std::size_t>(d)] =
         static_cast<int>(held_count(c.rows, c.cols, d / grid.cols, d % grid.cols, target));
-    for_each_held(c.rows, c.cols, d / grid.cols, d % grid.cols, target, c.ld,
-                  [&](std::int64_t gr, std::int64_t gc, std::int64_t) {
-                    *packed++ = w.partial[static_cast<std::size_t>((gr - c.row0) + (gc - c.col0) * m)];
-                  });
+    // for_each_held's order, a run of rows at a time (contiguous in both).
+    for_each_run(c.cols, d % grid.cols, c.col0, n, [&](const IndexRun& columns) {
+      for (std::int64_t j = columns.global - c.col0; j < columns.global - c.col0 + columns.length; ++j)
+        for_each_run(c.rows, d / grid.cols, c.row0, m, [&](const IndexRun& rows) {
+          packed = std::copy_n(w.partial.data() + (rows.global - c.row0) + j * m, rows.length, packed);
+        });
+    });
   }
   w.receive.resize(static_cast<std::size_t>(std::max(1, w.receive_counts[static_cast<std::size_t>(me)])));
   // groups.world() is grid.comm's ranks in its order; w.partial, packed, serves as scratch.

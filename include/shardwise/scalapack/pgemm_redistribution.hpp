@@ -118,10 +118,15 @@ plan_cache() {
 /// Bytes per rank the plan may hold: by default four times the rank's share of A, B and C
 /// plus 16 MiB (room for the replicas a 2.5D or 3-D plan keeps); SHARDWISE_PGEMM_BUDGET_MIB
 /// overrides it (a negative value counts as 0: no plan fits, ScaLAPACK computes every call that
-/// needs one; the local calls need none).
+/// needs one; the local calls need none). The variable is read once, at the first call: a
+/// tiny call should not spend its time in getenv.
 inline std::int64_t budget_bytes(int ranks, std::int64_t m, std::int64_t n, std::int64_t k, int scalar_bytes) {
-  if (const char* env = std::getenv("SHARDWISE_PGEMM_BUDGET_MIB"); env != nullptr && *env != '\0')
-    return std::max<std::int64_t>(0, std::atoll(env)) << 20;
+  static const std::optional<std::int64_t> fixed = []() -> std::optional<std::int64_t> {
+    if (const char* env = std::getenv("SHARDWISE_PGEMM_BUDGET_MIB"); env != nullptr && *env != '\0')
+      return std::max<std::int64_t>(0, std::atoll(env)) << 20;
+    return std::nullopt;
+  }();
+  if (fixed) return *fixed;
   return 4 * scalar_bytes * ((m * k + k * n + m * n) / ranks + 1) + (std::int64_t{16} << 20);
 }
 
@@ -155,15 +160,13 @@ inline const std::optional<Machine>& drop_in_machine() {
   return machine;
 }
 
-inline const cached_plan* plan_for(int ranks, std::int64_t m, std::int64_t n, std::int64_t k, int scalar_bytes) {
-  const std::int64_t budget = budget_bytes(ranks, m, n, k, scalar_bytes);
-  const auto key = std::make_tuple(ranks, m, n, k, scalar_bytes, budget);
-  auto& cache = plan_cache();
-  if (auto it = cache.find(key); it != cache.end()) return it->second.get();
+/// The cached_plan of plan_for(), or null when no plan fits the budget.
+inline std::unique_ptr<cached_plan> make_plan(int ranks, std::int64_t m, std::int64_t n, std::int64_t k,
+                                              int scalar_bytes, std::int64_t budget) {
   auto entry = std::make_unique<cached_plan>();
   entry->planned =
       plan_matmul_any_mesh(ranks, {{.m = m, .k = k, .n = n}, scalar_bytes, budget}, {.machine = drop_in_machine()});
-  if (!entry->planned.choice.found) return cache.emplace(key, nullptr).first->second.get();
+  if (!entry->planned.choice.found) return nullptr;
   const auto& choice = entry->planned.choice;
   const auto row_major = shardwise::detail::dim_order::row_major(2);
   entry->program = shardwise::detail::lower(choice.plan.steps, choice.plan.start, shardwise::detail::matmul_indices,
@@ -175,7 +178,21 @@ inline const cached_plan* plan_for(int ranks, std::int64_t m, std::int64_t n, st
   entry->rect_a = rectangles(choice.plan.start[Operand::A], m, k, entry->cube);
   entry->rect_b = rectangles(choice.plan.start[Operand::B], k, n, entry->cube);
   entry->rect_c = rectangles(choice.c, m, n, entry->cube);
-  return cache.emplace(key, std::move(entry)).first->second.get();
+  return entry;
+}
+
+/// The plan for a call shape, made once per shape and budget; null when no plan fits.
+inline const cached_plan* plan_for(int ranks, std::int64_t m, std::int64_t n, std::int64_t k, int scalar_bytes) {
+  const std::int64_t budget = budget_bytes(ranks, m, n, k, scalar_bytes);
+  const auto key = std::make_tuple(ranks, m, n, k, scalar_bytes, budget);
+  // The last shape first (entries stay put: the cache is never cleared).
+  static std::optional<std::pair<decltype(key), const cached_plan*>> last;
+  if (last && last->first == key) return last->second;
+  auto& cache = plan_cache();
+  auto it = cache.find(key);
+  if (it == cache.end()) it = cache.emplace(key, make_plan(ranks, m, n, k, scalar_bytes, budget)).first;
+  last.emplace(key, it->second.get());
+  return it->second.get();
 }
 
 inline ProcessGroupMesh<Cube>& groups_for(MPI_Comm comm, const Cube& cube) {
