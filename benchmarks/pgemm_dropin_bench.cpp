@@ -25,7 +25,9 @@
 //   local          the share of calls computed by the one process that holds all of sub(A),
 //                  sub(B) and sub(C), without any communication (PgemmStats::local)
 //
-//   mpiexec -n 2 --bind-to none build/benchmarks/pgemm_dropin_bench
+//   OPENBLAS_NUM_THREADS=1 mpiexec -n 2 --bind-to none build/benchmarks/pgemm_dropin_bench
+//   (one BLAS thread per rank, as benchmarks/run sets it: OpenBLAS's default of one thread per
+//   core oversubscribes the cores, and both libraries' times move with it)
 #include <mpi.h>
 
 #include <benchmark/benchmark.h>
