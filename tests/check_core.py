@@ -19,7 +19,7 @@ import sys
 import tempfile
 
 FORBIDDEN = re.compile(
-    r"shardwise/(nn/[^/\s]+\.hpp|plan/(sharding_planner|matmul_search|matmul_any_mesh|planned_matmul|"
+    r"shardwise/(nn/[^/\s]+\.hpp|plan/(sharding_planner|matmul_search|matmul_any_mesh|matmul_by_time|planned_matmul|"
     r"matmul_kernels|matmul_outputs|matmul_evaluation|matmul_choice)\.hpp)$")
 PROMISED = ["shardwise/linalg.hpp", "shardwise/einsum.hpp", "shardwise/matmul.hpp", "shardwise/view.hpp",
             "shardwise/sharded_tensor.hpp", "shardwise/reshard.hpp", "shardwise/parallel_context.hpp"]

@@ -222,15 +222,10 @@ constexpr void rename_axes(MatmulChoice& choice, const std::array<int, max_mesh_
   if (choice.plan.error.axis >= 0) choice.plan.error.axis = original[static_cast<std::size_t>(choice.plan.error.axis)];
 }
 
-}  // namespace detail
-
-/// The cheapest plan for `problem` on a mesh given by its extents (see sharding_planner.hpp).
-/// Throws std::invalid_argument (in a constant evaluation: a compile error) for an extent m, k or
-/// n below 0, scalar_bytes below 1, a negative budget, or a mesh extent below 1.
-constexpr MatmulChoice plan_matmul(const detail::block_geometry& mesh, const MatmulProblem& problem) {
-  using namespace detail;
-  check_planner_mesh("shardwise::plan_matmul", mesh);
-  check_matmul_problem("shardwise::plan_matmul", problem);
+/// plan_matmul's search, over the kernels of one variant only when `only` is 0 (standard) to 3
+/// (summa_25d; VariantKind's order), over all of them when it is -1; its caller has checked the
+/// arguments.
+constexpr MatmulChoice search_matmul(const block_geometry& mesh, const MatmulProblem& problem, int only) {
   // An axis of extent 1 changes no block, no group and no cost, but would multiply the search
   // by up to 9 (its roles in the kernels) and the outputs by the places it could take in C: the
   // plan is that of the mesh without such axes, which leaves them unused (every operand is
@@ -244,7 +239,7 @@ constexpr MatmulChoice plan_matmul(const detail::block_geometry& mesh, const Mat
         kept.extents[static_cast<std::size_t>(kept.ndim)] = mesh.extents[static_cast<std::size_t>(a)];
         kept.coordinate[static_cast<std::size_t>(kept.ndim++)] = mesh.coordinate[static_cast<std::size_t>(a)];
       }
-    MatmulChoice choice = plan_matmul(kept, problem);
+    MatmulChoice choice = search_matmul(kept, problem, only);
     rename_axes(choice, original);
     return choice;
   }
@@ -257,6 +252,7 @@ constexpr MatmulChoice plan_matmul(const detail::block_geometry& mesh, const Mat
   }
   const kernel_context sizes(mesh, problem);
   for_each_kernel(mesh, search.even, [&](matmul_kernel kn) {
+    if (only >= 0 && static_cast<int>(kn.variant) != only) return;
     if (bound_kernel(sizes, problem, kn) && kn.bound.footprint <= problem.budget_bytes) kernels.push_back(kn);
   });
   // Kernels and open plans, the least bound first: until a plan fits, the kernel of the least
@@ -301,6 +297,17 @@ constexpr MatmulChoice plan_matmul(const detail::block_geometry& mesh, const Mat
     }
   }
   return search.best;
+}
+
+}  // namespace detail
+
+/// The cheapest plan for `problem` on a mesh given by its extents (see sharding_planner.hpp).
+/// Throws std::invalid_argument (in a constant evaluation: a compile error) for an extent m, k or
+/// n below 0, scalar_bytes below 1, a negative budget, or a mesh extent below 1.
+constexpr MatmulChoice plan_matmul(const detail::block_geometry& mesh, const MatmulProblem& problem) {
+  detail::check_planner_mesh("shardwise::plan_matmul", mesh);
+  detail::check_matmul_problem("shardwise::plan_matmul", problem);
+  return detail::search_matmul(mesh, problem, -1);
 }
 
 /// The same for a mesh type (its extents as the object gives them).

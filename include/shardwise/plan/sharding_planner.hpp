@@ -37,9 +37,11 @@
 //   matmul_outputs.hpp     a kernel's plans, one per output layout, costed without a schedule
 //   matmul_search.hpp      plan_matmul: the branch-and-bound search
 //   matmul_any_mesh.hpp    plan_matmul_any_mesh, meshes_of, AnyMeshOptions: the mesh as a choice
+//   matmul_by_time.hpp     plan_matmul_by_time: on one mesh, the plan of least predicted time
 //   machine.hpp            Machine: GEMM rate, links, broadcast algorithm (the simulated ones named)
 //   time_model.hpp         predicted_time: a plan's time on a machine, from its steps (the
-//                          planner minimizes it when AnyMeshOptions::machine is given)
+//                          planners minimize it given AnyMeshOptions::machine, and
+//                          plan_matmul_by_time)
 //   planned_matmul.hpp     planned_matmul<M, choice>: a choice as types
 //   reshard.hpp            cheapest_reshard: the cheapest path between two placements
 #pragma once
@@ -47,6 +49,7 @@
 #include "shardwise/plan/evaluated_ranks.hpp"
 #include "shardwise/plan/machine.hpp"
 #include "shardwise/plan/matmul_any_mesh.hpp"
+#include "shardwise/plan/matmul_by_time.hpp"
 #include "shardwise/plan/matmul_choice.hpp"
 #include "shardwise/plan/matmul_evaluation.hpp"
 #include "shardwise/plan/matmul_kernels.hpp"
