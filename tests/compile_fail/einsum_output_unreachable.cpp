@@ -1,5 +1,5 @@
 // Requesting s over x while x splits b: x would have to move from b to s, a reshuffle. (With
-// b replicated, s over x is a slice, which is free: see tests/test_slice_virtual.cpp.)
+// b replicated, s over x is a slice, which is free: see tests/arrays/test_slice_virtual.cpp.)
 // expect: shardwise::einsum: the requested output sharding cannot be reached for one index
 // expect-beside-first-error: output index s
 #include "shardwise/plan/einsum_plan.hpp"

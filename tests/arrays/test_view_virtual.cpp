@@ -1,6 +1,6 @@
 // Views on the virtual cluster: matmul on views of each rank's own buffer (with a leading
 // dimension, through an Eigen::Map) and on transposed views, for every policy family, on 1 to
-// 4 ranks and uneven shapes (tests/view_cases.hpp); and the checks made when a view is made.
+// 4 ranks and uneven shapes (tests/arrays/view_cases.hpp); and the checks made when a view is made.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -134,7 +134,7 @@ TEST(ViewVirtual, ReadmeBlock) {
   sw::run_virtual_cluster(3, [&](sw::VirtualCommunicator& comm) {
     const int rank = comm.rank();
     sw::ProcessGroupMesh<Line> groups(std::move(comm), Line{3});
-    // Each rank's 3 rows of A in a padded column-major buffer (uneven blocks: tests/view_cases.hpp).
+    // Each rank's 3 rows of A in a padded column-major buffer (uneven blocks: tests/arrays/view_cases.hpp).
     const std::int64_t rows_here = 3, first = 3 * rank, lld = rows_here + 2;
     std::vector<double> a_local(static_cast<std::size_t>(lld * k));
     for (std::int64_t j = 0; j < k; ++j)

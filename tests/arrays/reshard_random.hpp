@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "einsum_random.hpp"
+#include "einsum/einsum_random.hpp"
 #include "shardwise/plan/reshard.hpp"
 
 namespace shardwise::testing {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "matmul_cases.hpp"
+#include "products/matmul_cases.hpp"
 #include "shardwise/tensor.hpp"
 #include "view_cases.hpp"
 

@@ -1,11 +1,11 @@
-// Views under mpiexec (2, 3 and 4 ranks): the cases of tests/view_cases.hpp and
-// tests/tensor_view_cases.hpp with MPI and a counting communicator. Verdicts are all-reduced
+// Views under mpiexec (2, 3 and 4 ranks): the cases of tests/arrays/view_cases.hpp and
+// tests/arrays/tensor_view_cases.hpp with MPI and a counting communicator. Verdicts are all-reduced
 // so every rank asserts the same.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
 #include "allocation_counter.hpp"
-#include "block_cyclic_cases.hpp"
+#include "scalapack/block_cyclic_cases.hpp"
 #include "local_checks.hpp"
 #include "mpi_support.hpp"
 #include "own_buffer_cases.hpp"
@@ -72,7 +72,7 @@ TEST(ViewMpi, GridOuterFullSumma) {
   run_all(grid_view_cases(), Grid{2, world_size() / 2}, {{.m = 13, .k = 19, .n = 11}});
 }
 
-// Nothing distributed: each rank's own buffers as views (see tests/own_buffer_cases.hpp).
+// Nothing distributed: each rank's own buffers as views (see tests/arrays/own_buffer_cases.hpp).
 TEST(ViewMpi, OwnBuffersNothingDistributed) {
   CountedGroups<Line> g(Line{world_size()});
   for (std::int64_t pad : {0, 3}) {
@@ -91,7 +91,7 @@ TEST(ViewMpi, OwnBuffersNothingDistributed) {
   }
 }
 
-// Block-cyclic arrays (tests/block_cyclic_cases.hpp) under mpiexec: P x 1, 1 x P and 2 x P/2.
+// Block-cyclic arrays (tests/scalapack/block_cyclic_cases.hpp) under mpiexec: P x 1, 1 x P and 2 x P/2.
 TEST(ViewMpi, BlockCyclicLayoutsReshardsAndProducts) {
   const int p = world_size();
   std::vector<std::pair<int, int>> grids{{p, 1}, {1, p}};

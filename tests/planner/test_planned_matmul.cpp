@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "local_checks.hpp"
-#include "matmul_support.hpp"
+#include "products/matmul_support.hpp"
 #include "shardwise/comm/virtual_cluster.hpp"
 
 namespace sw = shardwise;

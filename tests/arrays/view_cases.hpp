@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "matmul_cases.hpp"
-#include "matmul_support.hpp"
+#include "products/matmul_cases.hpp"
+#include "products/matmul_support.hpp"
 #include "shardwise/shardwise.hpp"
 #include "shardwise/view.hpp"
 

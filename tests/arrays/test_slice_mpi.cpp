@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "linalg_bodies.hpp"
+#include "linalg/linalg_bodies.hpp"
 #include "local_checks.hpp"
 #include "mpi_errors.hpp"
 #include "mpi_support.hpp"

@@ -1,4 +1,4 @@
-// Block-cyclic arrays on the virtual cluster: tests/block_cyclic_cases.hpp on every rows x
+// Block-cyclic arrays on the virtual cluster: tests/scalapack/block_cyclic_cases.hpp on every rows x
 // columns mesh of 1 to 6 ranks (1 x P, P x 1 and the 2-D ones), each rank's failures reported.
 #include <gtest/gtest.h>
 

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "allocation_counter.hpp"
-#include "matmul_cases.hpp"
+#include "products/matmul_cases.hpp"
 #include "shardwise/tensor.hpp"
 
 namespace shardwise::testing {
