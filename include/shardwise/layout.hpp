@@ -123,6 +123,12 @@ struct block_geometry {
     }
   }
 
+  /// Ranks in the whole mesh (the product of its extents).
+  [[nodiscard]] constexpr int size() const {
+    int ranks = 1;
+    for (int a = 0; a < ndim; ++a) ranks *= extents[static_cast<std::size_t>(a)];
+    return ranks;
+  }
   /// Ranks along `axes` (the product of their extents).
   [[gnu::noinline]] [[nodiscard]] constexpr int group_size(const axis_list& axes) const {
     int size = 1;

@@ -48,10 +48,7 @@ struct MeshedMatmulChoice {
 
   /// The ranks the plan runs on: the mesh's size (0 when none was found).
   [[nodiscard]] constexpr int ranks_used() const {
-    if (!choice.found) return 0;
-    int used = 1;
-    for (int a = 0; a < mesh.ndim; ++a) used *= mesh.extents[static_cast<std::size_t>(a)];
-    return used;
+    return choice.found ? mesh.size() : 0;
   }
   /// Ranks ranks_used() .. ranks - 1: in none of the plan's groups.
   [[nodiscard]] constexpr int idle_ranks() const { return choice.found ? ranks - ranks_used() : 0; }

@@ -37,8 +37,7 @@ constexpr MeshedMatmulChoice plan_matmul_by_time(const detail::block_geometry& m
                                 "fastest predicted time, 0 or more");
   detail::block_geometry origin = mesh;
   origin.coordinate = {};
-  int ranks = 1;
-  for (int a = 0; a < mesh.ndim; ++a) ranks *= mesh.extents[static_cast<std::size_t>(a)];
+  const int ranks = mesh.size();
   constexpr int families = 4;  // VariantKind's
   MeshedMatmulChoice of[families]{};
   double fastest = 0;

@@ -69,8 +69,7 @@ constexpr message_cost torus_pattern(const Machine& machine, const block_geometr
   if (hosts <= 0) return unshared_message(machine);
   std::vector<int> load(static_cast<std::size_t>(hosts) * 6, 0);  // per host, dimension and direction
   int busiest = 0, longest = 0;
-  int ranks = 1;
-  for (int a = 0; a < mesh.ndim; ++a) ranks *= mesh.extents[static_cast<std::size_t>(a)];
+  const int ranks = mesh.size();
   block_geometry geo = mesh;
   for (int r = 0; r < ranks; ++r) {
     int rest = r;
