@@ -3,9 +3,9 @@
 //
 // Why not the communicator's own reduce_scatter: Open MPI's MPI_Reduce_scatter takes about
 // 4 x as long as this at 10,816 doubles on 2 ranks over shared memory (benchmarks/comm_bench,
-// BM_ReduceScatter_*: 31 us against 8 us), and the ScaLAPACK drop-in's reduced way must not be slower than
-// PDGEMM. Its traffic is also exactly what the drop-in models: every part but the rank's own,
-// in P - 1 messages at most.
+// BM_ReduceScatter_*: 31 us against 8 us), and the ScaLAPACK drop-in's reduced way must not
+// be slower than PDGEMM. Its traffic is also exactly what the drop-in models: every part but
+// the rank's own, in P - 1 messages at most.
 #pragma once
 
 #include <cstddef>

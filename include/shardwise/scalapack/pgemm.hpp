@@ -22,10 +22,10 @@
 // aligned case, op 'N' both; PgemmStats::in_place); where op(A) or op(B) is transposed and
 // sub(A)'s and sub(B)'s k indices are dealt alike over the grid (CP2K's C^T S C on a P x 1
 // grid), each process's partial product over the k indices it holds, summed onto sub(C)'s
-// owners by one pairwise reduce-scatter (PgemmStats::reduced); and where op(A) is transposed, the k rows
-// lie on one process row and sub(C)'s columns as sub(B)'s (the same product on a 1 x P grid),
-// sub(A) gathered along that row, each process then computing its columns of sub(C)
-// (PgemmStats::gathered). The models are cached per call shape, as the plans are.
+// owners by one pairwise reduce-scatter (PgemmStats::reduced); and where op(A) is transposed,
+// the k rows lie on one process row and sub(C)'s columns as sub(B)'s (the same product on a
+// 1 x P grid), sub(A) gathered along that row, each process then computing its columns of
+// sub(C) (PgemmStats::gathered). The models are cached per call shape, as the plans are.
 //
 // pgemm() is collective over the grid. Its arguments are checked on every rank and the
 // verdicts combined, with the ways' modeled costs, in one small all-reduce, so every rank takes

@@ -194,19 +194,30 @@ void for_each_run(const BlockCyclicDim& d, int p, std::int64_t first, std::int64
   }
 }
 
+/// Calls f(global row, global column, local offset, length) for each run of rows of `source`
+/// that process (p, q) holds within one column (consecutive in both the global and the local
+/// index), in for_each_held's order.
+template <typename F>
+void for_each_held_run(const BlockCyclicDim& rows, const BlockCyclicDim& cols, int p, int q, const Rect& source,
+                       std::int64_t ld, F&& f) {
+  if (source.rows <= 0 || source.cols <= 0) return;
+  for_each_run(cols, q, source.col0, source.cols, [&](const IndexRun& c) {
+    for (std::int64_t j = 0; j < c.length; ++j)
+      for_each_run(rows, p, source.row0, source.rows,
+                   [&](const IndexRun& r) { f(r.global, c.global + j, (c.local + j) * ld + r.local, r.length); });
+  });
+}
+
 /// Calls f(global row, global column, local offset) for the elements of `source` that
 /// process (p, q) holds, in a fixed order (column runs, columns, row runs, rows), which the
 /// sender and the receiver both follow.
 template <typename F>
 void for_each_held(const BlockCyclicDim& rows, const BlockCyclicDim& cols, int p, int q, const Rect& source,
                    std::int64_t ld, F&& f) {
-  if (source.rows <= 0 || source.cols <= 0) return;
-  for_each_run(cols, q, source.col0, source.cols, [&](const IndexRun& c) {
-    for (std::int64_t j = 0; j < c.length; ++j)
-      for_each_run(rows, p, source.row0, source.rows, [&](const IndexRun& r) {
-        for (std::int64_t i = 0; i < r.length; ++i) f(r.global + i, c.global + j, (c.local + j) * ld + r.local + i);
-      });
-  });
+  for_each_held_run(rows, cols, p, q, source, ld,
+                    [&](std::int64_t gr, std::int64_t gc, std::int64_t offset, std::int64_t length) {
+                      for (std::int64_t i = 0; i < length; ++i) f(gr + i, gc, offset + i);
+                    });
 }
 
 /// How many elements of `source` process (p, q) holds.

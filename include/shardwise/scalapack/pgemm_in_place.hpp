@@ -2,7 +2,8 @@
 // arrays, with their conditions and traffic models: one process's local GEMM (local_pgemm),
 // SUMMA over the k blocks in ScaLAPACK's aligned case (aligned, in_place_panels), partial
 // products summed by a pairwise reduce-scatter where the k indices are dealt alike
-// (split_over_k, reduced_pgemm), and sub(A) gathered along one process row (gather_row, gathered_pgemm).
+// (split_over_k, reduced_pgemm), and sub(A) gathered along one process row (gather_row,
+// gathered_pgemm).
 #pragma once
 
 #include <mpi.h>
@@ -186,7 +187,8 @@ void local_pgemm(int opa, int opb, std::int64_t m, std::int64_t n, std::int64_t 
 /// process of the split's line multiplies the k indices it holds of both operands, in its
 /// local arrays (one local GEMM, m x n), the others contribute zeros, and a pairwise
 /// reduce-scatter (P - 1 exchanges) sums the partial products onto sub(C)'s owners, which
-/// apply alpha and beta. No operand moves; reduction_traffic() is its model. Collective over the grid; M, N, K > 0.
+/// apply alpha and beta. No operand moves; reduction_traffic() is its model. Collective over
+/// the grid; M, N, K > 0.
 template <typename Scalar>
 void reduced_pgemm(std::int64_t m, std::int64_t n, std::int64_t k, Scalar alpha,
                    const BlockCyclicOperand<const Scalar*>& a, const BlockCyclicOperand<const Scalar*>& b, Scalar beta,
@@ -219,13 +221,10 @@ void reduced_pgemm(std::int64_t m, std::int64_t n, std::int64_t k, Scalar alpha,
     w.receive_offsets[static_cast<std::size_t>(d)] = static_cast<int>(packed - w.send.data());
     w.receive_counts[static_cast<std::size_t>(d)] =
         static_cast<int>(held_count(c.rows, c.cols, d / grid.cols, d % grid.cols, target));
-    // for_each_held's order, a run of rows at a time (contiguous in both).
-    for_each_run(c.cols, d % grid.cols, c.col0, n, [&](const IndexRun& columns) {
-      for (std::int64_t j = columns.global - c.col0; j < columns.global - c.col0 + columns.length; ++j)
-        for_each_run(c.rows, d / grid.cols, c.row0, m, [&](const IndexRun& rows) {
-          packed = std::copy_n(w.partial.data() + (rows.global - c.row0) + j * m, rows.length, packed);
-        });
-    });
+    for_each_held_run(c.rows, c.cols, d / grid.cols, d % grid.cols, target, c.ld,
+                      [&](std::int64_t gr, std::int64_t gc, std::int64_t, std::int64_t length) {
+                        packed = std::copy_n(w.partial.data() + (gr - c.row0) + (gc - c.col0) * m, length, packed);
+                      });
   }
   w.receive.resize(static_cast<std::size_t>(std::max(1, w.receive_counts[static_cast<std::size_t>(me)])));
   // groups.world() is grid.comm's ranks in its order; w.partial, packed, serves as scratch.
