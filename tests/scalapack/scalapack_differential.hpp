@@ -21,6 +21,8 @@
 #include <vector>
 
 #include "shardwise/scalapack/blacs.hpp"
+#include "shardwise/scalapack/block_cyclic_copy.hpp"
+#include "shardwise/scalapack/psymm.hpp"
 #include "shardwise/scalapack/prototypes.h"
 
 namespace differential {
@@ -264,6 +266,40 @@ inline int finish_through_library(const Run& run, const Tally& tally, long long 
     std::printf("%d ranks: %d %s through the drop-in against %s, %d differ; %lld handed to %s\n", run.size,
                 tally.cases, what, peer, tally.failures, handed, peer);
   return finish(tally.failures == 0 && handed == 0 ? 0 : 1);
+}
+
+/// The end of a redistribution's run (p?gemr2d, p?tran) computed by shardwise: rank 0 prints
+/// the calls (`what`) made against `peer`'s routine, how many differ, and the routine's counts
+/// (`stats`); then finish(), passed when none differs, every call was computed but the
+/// refusals the test made (3 on several ranks, 2 on one), some were redistributed, and, on
+/// several ranks, bytes were sent.
+inline int finish_redistribution(const Run& run, const Tally& tally, const sc::RedistributionStats& stats,
+                                 const char* what, const char* peer) {
+  if (run.world == 0)
+    std::printf("%d ranks: %d %s against %s, %d differ; %lld redistributed (%.1f KiB sent by rank 0, %lld "
+                "messages), %lld without communication, %lld not covered\n",
+                run.size, tally.cases, what, peer, tally.failures, static_cast<long long>(stats.redistributed),
+                static_cast<double>(stats.sent_bytes) / 1024, static_cast<long long>(stats.messages),
+                static_cast<long long>(stats.without_communication), static_cast<long long>(stats.not_covered));
+  const std::int64_t refusals = run.size > 1 ? 3 : 2;
+  const bool sent = run.size == 1 || stats.sent_bytes > 0;
+  const bool passed = tally.failures == 0 && stats.not_covered == refusals && stats.redistributed > 0 && sent;
+  return finish(passed ? 0 : 1);
+}
+
+/// The end of a level-3 routine's run (p?symm, p?syrk) computed through pgemm(): rank 0 prints
+/// the calls made against PBLAS, how many differ, and the routine's counts (`stats`); then
+/// finish(), passed when none differs, the refusals are exactly the test's (`refusals`) and
+/// some calls were computed.
+inline int finish_level3(const Run& run, const Tally& tally, const sc::Level3Stats& stats, std::int64_t refusals) {
+  if (run.world == 0)
+    std::printf("%d ranks: %d calls against PBLAS, %d differ; %lld computed (%lld pgemm calls; rank 0 sent %.1f KiB "
+                "in the routine's copies, %.1f KiB in pgemm), %lld without communication, %lld not covered\n",
+                run.size, tally.cases, tally.failures, static_cast<long long>(stats.computed),
+                static_cast<long long>(stats.gemm_calls), static_cast<double>(stats.copy_bytes) / 1024,
+                static_cast<double>(stats.gemm_bytes) / 1024, static_cast<long long>(stats.without_communication),
+                static_cast<long long>(stats.not_covered));
+  return finish(tally.failures == 0 && stats.not_covered == refusals && stats.computed > 0 ? 0 : 1);
 }
 
 /// In a program linked with the drop-in: ScaLAPACK's own routine `name` (found in libscalapack

@@ -211,7 +211,7 @@ int bad_uplo(int size) {
 
 int main(int argc, char** argv) {
   const differential::Run run = differential::start(argc, argv);
-  const int world = run.world, size = run.size, cases = run.calls;
+  const int size = run.size, cases = run.calls;
   if (run.mode == "bad_uplo") return differential::finish(bad_uplo(size));
   through_library = run.through_library;
   Tally tally;
@@ -231,12 +231,5 @@ int main(int argc, char** argv) {
   });
   if (through_library)
     return differential::finish_through_library(run, tally, shardwise_psyrk_fallbacks, "calls", "PBLAS");
-  const sc::Level3Stats s = sc::psyrk_stats();
-  if (world == 0)
-    std::printf("%d ranks: %d calls against PBLAS, %d differ; %lld computed (%lld pgemm calls, %.1f KiB sent by rank "
-                "0), %lld without communication, %lld not covered\n",
-                size, tally.cases, tally.failures, static_cast<long long>(s.computed),
-                static_cast<long long>(s.gemm_calls), static_cast<double>(s.gemm_bytes) / 1024,
-                static_cast<long long>(s.without_communication), static_cast<long long>(s.not_covered));
-  return differential::finish(tally.failures == 0 && s.not_covered == refusals && s.computed > 0 ? 0 : 1);
+  return differential::finish_level3(run, tally, sc::psyrk_stats(), refusals);
 }
