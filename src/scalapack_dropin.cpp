@@ -26,6 +26,9 @@
 // Environment:
 //   SHARDWISE_PGEMM_REPORT=1       at exit, rank 0 of MPI_COMM_WORLD prints what its calls did
 //   SHARDWISE_PGEMM_BUDGET_MIB=N   the plans' memory per rank (default: see pgemm.hpp)
+//   SHARDWISE_PGEMM_AGREEMENT=once_per_shape   the agreement at a call shape's first call only
+//                                  (ScaLAPACK's contract: the same arguments on every process;
+//                                  the default, every_call, refuses arguments that differ)
 #include <dlfcn.h>
 
 #include <complex>
@@ -60,11 +63,12 @@ void report() {
   std::fprintf(stderr,
                "shardwise p?gemm (rank 0): %lld calls: %lld planned by shardwise, %lld without a product, %lld handed "
                "to ScaLAPACK; %lld local (one process holds the whole product: no communication); %.1f MiB "
-               "redistributed, %.1f MiB in plans%s\n",
+               "redistributed, %.1f MiB in plans; %lld without the agreement%s\n",
                static_cast<long long>(s.calls), static_cast<long long>(s.planned),
                static_cast<long long>(s.without_product), static_cast<long long>(fallbacks),
                static_cast<long long>(s.local),
                static_cast<double>(s.redistributed_bytes) / (1 << 20), static_cast<double>(s.plan_bytes) / (1 << 20),
+               static_cast<long long>(s.agreements_skipped),
                sc::detail::drop_in_machine() ? "; plans by predicted time on SHARDWISE_PGEMM_MACHINE" : "");
 }
 

@@ -31,7 +31,9 @@
 // verdicts combined, with the ways' modeled costs, in one small all-reduce, so every rank takes
 // the same path: computed here, or refused with the same reason everywhere (the drop-in library
 // then hands the call to ScaLAPACK's own routine, which reports invalid arguments as ScaLAPACK
-// does).
+// does). With SHARDWISE_PGEMM_AGREEMENT=once_per_shape (detail::agreement_mode) only a call
+// shape's first call runs that all-reduce; its later calls take the way it chose, trusting
+// every rank to pass the same arguments, as ScaLAPACK does.
 //
 // Except the calls that need no communication, which each rank recognizes from the arguments
 // alone and answers without that all-reduce (ScaLAPACK requires the same arguments on every
@@ -49,10 +51,12 @@
 #include <climits>
 #include <complex>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <vector>
@@ -74,7 +78,33 @@ struct way_costs {
   static constexpr Traffic none{INT64_MAX / 4, INT64_MAX / 4};
   std::array<Traffic, 4> of{none, none, none, none};
   Traffic plan;
+  int agreed_way = -1;  ///< once_per_shape: the way this call shape's agreement chose (-1: none yet)
 };
+
+/// When the ranks agree on a call's arguments before they communicate.
+enum class agreement : unsigned char {
+  every_call,     ///< at every call that communicates: differing arguments are refused on every rank
+  once_per_shape  ///< at a call shape's first call; its later calls reuse that agreement's way
+};
+
+/// SHARDWISE_PGEMM_AGREEMENT, read once: unset or "every_call" (the default), or
+/// "once_per_shape". The latter saves a tiny call its all-reduce (0.3 to 0.45 us on 2 ranks
+/// over shared memory) and is ScaLAPACK's own contract: every process passes the same
+/// arguments, and a program that does not may hang, as it may with PDGEMM. Any other value is
+/// reported once on stderr and counts as every_call.
+inline agreement agreement_mode() {
+  static const agreement mode = [] {
+    const char* env = std::getenv("SHARDWISE_PGEMM_AGREEMENT");
+    if (env == nullptr || *env == '\0' || std::string_view(env) == "every_call") return agreement::every_call;
+    if (std::string_view(env) == "once_per_shape") return agreement::once_per_shape;
+    std::fprintf(stderr,
+                 "shardwise p?gemm: SHARDWISE_PGEMM_AGREEMENT='%s' is neither every_call nor once_per_shape; the "
+                 "ranks agree at every call\n",
+                 env);
+    return agreement::every_call;
+  }();
+  return mode;
+}
 
 /// The costs, by the call's arguments (but LLD_ and the contexts) and its plan: a client calls
 /// few shapes many times, and a tiny call should not spend its time modeling. Bounded.
@@ -169,6 +199,7 @@ PgemmOutcome pgemm_described(char transa, char transb, int m, int n, int k, Scal
   const shardwise::detail::operand_extents global = shardwise::detail::matmul_extents({.m = m, .k = k, .n = n});
   auto& w = workspace<Scalar>();
   way_costs costs;
+  way_costs* entry = nullptr;  // this call shape's in cost_cache(): valid until the next insertion
   if (plan != nullptr) {
     const std::array<std::int64_t, 36> key{
         ranks, grid.rows, grid.cols, grid.row, grid.col, m, n, k, opa, opb, ia, ja, ib, jb, ic, jc, scalar_bytes,
@@ -177,11 +208,11 @@ PgemmOutcome pgemm_described(char transa, char transb, int m, int n, int k, Scal
     auto& cache = cost_cache();
     // A client repeats its last shape (a loop of panel updates): one comparison, not a search.
     static std::array<std::int64_t, 36> last_key{};
-    static way_costs last_costs;
-    if (key == last_key) {
-      costs = last_costs;
+    static way_costs* last_entry = nullptr;
+    if (key == last_key && last_entry != nullptr) {
+      entry = last_entry;
     } else if (auto it = cache.find(key); it != cache.end()) {
-      costs = it->second;
+      entry = &it->second;
     } else {
       if (in_place_possible) {
         const auto rows = local_run(da.row_dim(grid), grid.row, ia - 1, m).second;
@@ -206,61 +237,70 @@ PgemmOutcome pgemm_described(char transa, char transb, int m, int n, int k, Scal
                     sent_to_rectangles(sub_b, grid, plan->rect_b, scalar_bytes) +
                     sent_from_rectangles(sub_c, grid, plan->rect_c, scalar_bytes) + costs.plan;
       if (cache.size() >= 4096) cache.clear();
-      cache.emplace(key, costs);
+      entry = &cache.emplace(key, costs).first->second;
     }
-    last_key = key, last_costs = costs;
+    last_key = key, last_entry = entry;
+    costs = *entry;
   }
 
-  // One all-reduce (minimum of x and of -x) makes every rank's verdict and arguments agree
-  // (part of what they agree on: the descriptors' blocks and first processes decide the ways)
-  // and gives each way's cost on the busiest rank.
-  // The last value names the plan (its mesh and panel width): the same on every rank unless
-  // SHARDWISE_PGEMM_MACHINE or SHARDWISE_PGEMM_BUDGET_MIB differ across them.
-  constexpr std::size_t agreed = 18;
-  const std::int64_t plan_name =
-      plan == nullptr ? -1
-                      : ((std::int64_t{plan->cube.extent(0)} * 65536 + plan->cube.extent(1)) * 65536 +
-                         plan->cube.extent(2)) * 65536 + plan->planned.choice.panel_width;
-  const std::array<std::int64_t, agreed> mine{problem.empty() ? 0 : 1, m, n, k, opa, opb, ia, ja, ib, jb, ic, jc,
-                                              scalar_bytes, in_place_possible ? 1 : 0, split.possible ? 1 : 0,
-                                              split.line, gather, plan_name};
-  std::array<std::int64_t, 2 * agreed + 8> both{};
-  for (std::size_t i = 0; i < agreed; ++i) both[i] = mine[i], both[i + agreed] = -mine[i];
-  for (std::size_t w = 0; w < costs.of.size(); ++w)
-    both[2 * agreed + 2 * w] = -costs.of[w].bytes, both[2 * agreed + 2 * w + 1] = -costs.of[w].messages;
-  MPI_Allreduce(MPI_IN_PLACE, both.data(), static_cast<int>(both.size()), MPI_INT64_T, MPI_MIN, grid.comm);
-  bool differ = false;
-  for (std::size_t i = 1; i + 1 < agreed; ++i) differ = differ || both[i] != -both[i + agreed];
-  if (-both[agreed] != 0 || differ) {
-    ++stats().not_covered;
-    if (differ) return {PgemmResult::not_covered, "the arguments differ across the ranks of the grid"};
-    return {PgemmResult::not_covered, problem.empty() ? "another rank's arguments are out of ScaLAPACK's rules"
-                                                      : problem};
-  }
-  if (both[agreed - 1] != -both[2 * agreed - 1]) {
-    ++stats().not_covered;
-    return {PgemmResult::not_covered,
-            "the ranks chose different plans: SHARDWISE_PGEMM_MACHINE or SHARDWISE_PGEMM_BUDGET_MIB differ across them"};
-  }
-
-  // Every exchange then counts in int, as MPI_Alltoallv does: each element of an operand is
-  // sent once, so no rank sends or receives more than the largest operand.
-  if (!fits) {
-    ++stats().not_covered;
-    return {PgemmResult::not_covered, "an operand has more than 2^31 - 1 elements"};
-  }
-  if (plan == nullptr) {
-    ++stats().not_covered;
-    return {PgemmResult::not_covered, "no plan fits the memory budget (SHARDWISE_PGEMM_BUDGET_MIB)"};
-  }
   way chosen = way::redistributed;
-  for (const way candidate : {way::gathered, way::reduced, way::in_place}) {
-    const auto i = static_cast<std::size_t>(candidate), best = static_cast<std::size_t>(chosen);
-    const Traffic busiest{-both[2 * agreed + 2 * i], -both[2 * agreed + 2 * i + 1]};
-    const Traffic so_far{-both[2 * agreed + 2 * best], -both[2 * agreed + 2 * best + 1]};
-    if (busiest.bytes == way_costs::none.bytes) continue;
-    if (busiest.bytes < so_far.bytes || (busiest.bytes == so_far.bytes && busiest.messages <= so_far.messages))
-      chosen = candidate;
+  if (entry != nullptr && entry->agreed_way >= 0 && agreement_mode() == agreement::once_per_shape) {
+    // This call shape was agreed on before, and the mode trusts the ranks to repeat it.
+    chosen = static_cast<way>(entry->agreed_way);
+    ++stats().agreements_skipped;
+  } else {
+    // One all-reduce (minimum of x and of -x) makes every rank's verdict and arguments agree
+    // (part of what they agree on: the descriptors' blocks and first processes decide the ways)
+    // and gives each way's cost on the busiest rank.
+    // The last value names the plan (its mesh and panel width): the same on every rank unless
+    // SHARDWISE_PGEMM_MACHINE or SHARDWISE_PGEMM_BUDGET_MIB differ across them.
+    constexpr std::size_t agreed = 18;
+    const std::int64_t plan_name =
+        plan == nullptr ? -1
+                        : ((std::int64_t{plan->cube.extent(0)} * 65536 + plan->cube.extent(1)) * 65536 +
+                           plan->cube.extent(2)) * 65536 + plan->planned.choice.panel_width;
+    const std::array<std::int64_t, agreed> mine{problem.empty() ? 0 : 1, m, n, k, opa, opb, ia, ja, ib, jb, ic, jc,
+                                                scalar_bytes, in_place_possible ? 1 : 0, split.possible ? 1 : 0,
+                                                split.line, gather, plan_name};
+    std::array<std::int64_t, 2 * agreed + 8> both{};
+    for (std::size_t i = 0; i < agreed; ++i) both[i] = mine[i], both[i + agreed] = -mine[i];
+    for (std::size_t w = 0; w < costs.of.size(); ++w)
+      both[2 * agreed + 2 * w] = -costs.of[w].bytes, both[2 * agreed + 2 * w + 1] = -costs.of[w].messages;
+    MPI_Allreduce(MPI_IN_PLACE, both.data(), static_cast<int>(both.size()), MPI_INT64_T, MPI_MIN, grid.comm);
+    bool differ = false;
+    for (std::size_t i = 1; i + 1 < agreed; ++i) differ = differ || both[i] != -both[i + agreed];
+    if (-both[agreed] != 0 || differ) {
+      ++stats().not_covered;
+      if (differ) return {PgemmResult::not_covered, "the arguments differ across the ranks of the grid"};
+      return {PgemmResult::not_covered, problem.empty() ? "another rank's arguments are out of ScaLAPACK's rules"
+                                                        : problem};
+    }
+    if (both[agreed - 1] != -both[2 * agreed - 1]) {
+      ++stats().not_covered;
+      return {PgemmResult::not_covered,
+              "the ranks chose different plans: SHARDWISE_PGEMM_MACHINE or SHARDWISE_PGEMM_BUDGET_MIB differ "
+              "across them"};
+    }
+
+    // Every exchange then counts in int, as MPI_Alltoallv does: each element of an operand is
+    // sent once, so no rank sends or receives more than the largest operand.
+    if (!fits) {
+      ++stats().not_covered;
+      return {PgemmResult::not_covered, "an operand has more than 2^31 - 1 elements"};
+    }
+    if (plan == nullptr) {
+      ++stats().not_covered;
+      return {PgemmResult::not_covered, "no plan fits the memory budget (SHARDWISE_PGEMM_BUDGET_MIB)"};
+    }
+    for (const way candidate : {way::gathered, way::reduced, way::in_place}) {
+      const auto i = static_cast<std::size_t>(candidate), best = static_cast<std::size_t>(chosen);
+      const Traffic busiest{-both[2 * agreed + 2 * i], -both[2 * agreed + 2 * i + 1]};
+      const Traffic so_far{-both[2 * agreed + 2 * best], -both[2 * agreed + 2 * best + 1]};
+      if (busiest.bytes == way_costs::none.bytes) continue;
+      if (busiest.bytes < so_far.bytes || (busiest.bytes == so_far.bytes && busiest.messages <= so_far.messages))
+        chosen = candidate;
+    }
+    entry->agreed_way = static_cast<int>(chosen);  // every rank's, as the agreement makes it
   }
 
   if (chosen == way::in_place) {
