@@ -63,11 +63,13 @@ void report() {
   std::fprintf(stderr,
                "shardwise p?gemm (rank 0): %lld calls: %lld planned by shardwise, %lld without a product, %lld handed "
                "to ScaLAPACK; %lld local (one process holds the whole product: no communication); %.1f MiB "
-               "redistributed, %.1f MiB in plans; %lld without the agreement%s\n",
+               "redistributed (%lld calls with processes relabeled), %.1f MiB in plans; %lld without the "
+               "agreement%s\n",
                static_cast<long long>(s.calls), static_cast<long long>(s.planned),
                static_cast<long long>(s.without_product), static_cast<long long>(fallbacks),
                static_cast<long long>(s.local),
-               static_cast<double>(s.redistributed_bytes) / (1 << 20), static_cast<double>(s.plan_bytes) / (1 << 20),
+               static_cast<double>(s.redistributed_bytes) / (1 << 20), static_cast<long long>(s.relabeled),
+               static_cast<double>(s.plan_bytes) / (1 << 20),
                static_cast<long long>(s.agreements_skipped),
                sc::detail::drop_in_machine() ? "; plans by predicted time on SHARDWISE_PGEMM_MACHINE" : "");
 }

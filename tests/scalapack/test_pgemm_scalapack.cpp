@@ -519,13 +519,13 @@ int main(int argc, char** argv) {
     std::printf("%d ranks: %d cases against ScaLAPACK, %d differ; %lld planned (%lld in place: SUMMA over the k "
                 "blocks; %lld reduced: partial products over the k indices, summed; %lld gathered: sub(A) along "
                 "the row), %lld local (one process, no communication), %lld without a product, %lld not covered; "
-                "%lld without the agreement\n",
+                "%lld without the agreement; %lld redistributed with processes relabeled\n",
                 size, total, failures.count, static_cast<long long>(stats.planned),
                 static_cast<long long>(stats.in_place), static_cast<long long>(stats.reduced),
                 static_cast<long long>(stats.gathered),
                 static_cast<long long>(stats.local),
                 static_cast<long long>(stats.without_product), static_cast<long long>(stats.not_covered),
-                static_cast<long long>(stats.agreements_skipped));
+                static_cast<long long>(stats.agreements_skipped), static_cast<long long>(stats.relabeled));
   // The in-place SUMMA must have run (and been checked) on a grid of several ranks.
   const bool in_place_ran = size == 1 || stats.in_place > 0;
   if (!in_place_ran && world == 0) std::printf("FAIL: no call ran in place\n");
@@ -534,6 +534,9 @@ int main(int argc, char** argv) {
   if (!reduced_ran && world == 0) std::printf("FAIL: no call ran reduced\n");
   const bool gathered_ran = size == 1 || stats.gathered > 0;
   if (!gathered_ran && world == 0) std::printf("FAIL: no call ran gathered\n");
+  // And redistributed calls whose processes played other ranks of the plan (relabel()).
+  const bool relabeled_ran = size == 1 || stats.relabeled > 0;
+  if (!relabeled_ran && world == 0) std::printf("FAIL: no redistributed call was relabeled\n");
   // The refusals above, and the last rank's own LLD_ refusal of the local call.
   const std::int64_t refusals = twice ? 0 : (size > 1 ? 7 : 6) + (world == size - 1 ? 1 : 0);
   // The agreement is skipped in mode once_per_shape only.
@@ -542,6 +545,7 @@ int main(int argc, char** argv) {
   if (!skipped_as_asked && world == 0)
     std::printf("FAIL: %lld calls skipped the agreement\n", static_cast<long long>(stats.agreements_skipped));
   return differential::finish(failures.count == 0 && fallbacks == 0 && in_place_ran && reduced_ran && gathered_ran &&
+                                      relabeled_ran &&
                                       stats.local > 0 && stats.not_covered == refusals && skipped_as_asked
                                   ? 0
                                   : 1);

@@ -15,7 +15,8 @@
 // executor, and C's blocks go back to their block-cyclic owners, where alpha and beta are
 // applied (beta = 0 never reads C, as in the BLAS). One all-to-all per operand, then the plan.
 // This is COSMA's choice for pdgemm (redistribute, run the communication-optimal plan,
-// redistribute back); its bytes are counted in PgemmStats.
+// redistribute back); its bytes are counted in PgemmStats. Which process plays which rank of
+// the plan is chosen so that the most data stays where it lies (relabel(), COSTA's relabeling).
 //
 // Three ways move less, and are taken where their modeled traffic on the busiest rank (bytes,
 // then messages) is below the redistribution's: SUMMA over the k blocks in place (ScaLAPACK's
@@ -78,6 +79,7 @@ struct way_costs {
   static constexpr Traffic none{INT64_MAX / 4, INT64_MAX / 4};
   std::array<Traffic, 4> of{none, none, none, none};
   Traffic plan;
+  std::shared_ptr<const relabeling> relabeled;  ///< the redistributed way's relabeling (null: none)
   int agreed_way = -1;  ///< once_per_shape: the way this call shape's agreement chose (-1: none yet)
 };
 
@@ -227,15 +229,19 @@ PgemmOutcome pgemm_described(char transa, char transb, int m, int n, int k, Scal
       if (gather >= 0)
         costs.of[2] = gather_traffic(sub_a.cols, ja - 1, m, k, gather, grid.row, grid.col, scalar_bytes);
       const MatmulChoice& choice = plan->planned.choice;
+      costs.relabeled = relabel<Scalar>(*plan, sub_a, sub_b, sub_c, grid);
+      const relabeling* r = costs.relabeled.get();
+      const int me = grid.row * grid.cols + grid.col;
       // The geometry without the plan's process groups: their making is collective, and a rank
       // whose arguments are out of the rules models nothing.
       costs.plan = shardwise::detail::schedule_traffic(
           choice.plan.steps, choice.plan.start, global,
-          shardwise::detail::block_geometry(plan->cube, plan->cube.unravel(grid.row * grid.cols + grid.col)),
+          shardwise::detail::block_geometry(plan->cube,
+                                            plan->cube.unravel(r ? r->plays[static_cast<std::size_t>(me)] : me)),
           scalar_bytes, choice.panel_width);
-      costs.of[3] = sent_to_rectangles(sub_a, grid, plan->rect_a, scalar_bytes) +
-                    sent_to_rectangles(sub_b, grid, plan->rect_b, scalar_bytes) +
-                    sent_from_rectangles(sub_c, grid, plan->rect_c, scalar_bytes) + costs.plan;
+      costs.of[3] = sent_to_rectangles(sub_a, grid, r ? r->rect_a : plan->rect_a, scalar_bytes) +
+                    sent_to_rectangles(sub_b, grid, r ? r->rect_b : plan->rect_b, scalar_bytes) +
+                    sent_from_rectangles(sub_c, grid, r ? r->rect_c : plan->rect_c, scalar_bytes) + costs.plan;
       if (cache.size() >= 4096) cache.clear();
       entry = &cache.emplace(key, costs).first->second;
     }
@@ -253,22 +259,29 @@ PgemmOutcome pgemm_described(char transa, char transb, int m, int n, int k, Scal
     // (part of what they agree on: the descriptors' blocks and first processes decide the ways)
     // and gives each way's cost on the busiest rank.
     // The last value names the plan (its mesh and panel width): the same on every rank unless
-    // SHARDWISE_PGEMM_MACHINE or SHARDWISE_PGEMM_BUDGET_MIB differ across them.
-    constexpr std::size_t agreed = 18;
+    // SHARDWISE_PGEMM_MACHINE or SHARDWISE_PGEMM_BUDGET_MIB differ across them. The one before
+    // it, the relabeling's, follows from the descriptors.
+    constexpr std::size_t agreed = 19;
     const std::int64_t plan_name =
         plan == nullptr ? -1
                         : ((std::int64_t{plan->cube.extent(0)} * 65536 + plan->cube.extent(1)) * 65536 +
                            plan->cube.extent(2)) * 65536 + plan->planned.choice.panel_width;
     const std::array<std::int64_t, agreed> mine{problem.empty() ? 0 : 1, m, n, k, opa, opb, ia, ja, ib, jb, ic, jc,
                                                 scalar_bytes, in_place_possible ? 1 : 0, split.possible ? 1 : 0,
-                                                split.line, gather, plan_name};
+                                                split.line, gather,
+                                                costs.relabeled ? costs.relabeled->fingerprint : 0, plan_name};
     std::array<std::int64_t, 2 * agreed + 8> both{};
     for (std::size_t i = 0; i < agreed; ++i) both[i] = mine[i], both[i + agreed] = -mine[i];
     for (std::size_t w = 0; w < costs.of.size(); ++w)
       both[2 * agreed + 2 * w] = -costs.of[w].bytes, both[2 * agreed + 2 * w + 1] = -costs.of[w].messages;
     MPI_Allreduce(MPI_IN_PLACE, both.data(), static_cast<int>(both.size()), MPI_INT64_T, MPI_MIN, grid.comm);
+    // The arguments themselves (1 to 12) must agree; what follows from them and the descriptors
+    // (13 on) only where every rank found its arguments within the rules and so computed it.
+    constexpr std::size_t derived = 13;
+    const bool within_rules = -both[agreed] == 0;
     bool differ = false;
-    for (std::size_t i = 1; i + 1 < agreed; ++i) differ = differ || both[i] != -both[i + agreed];
+    for (std::size_t i = 1; i + 1 < agreed; ++i)
+      differ = differ || ((i < derived || within_rules) && both[i] != -both[i + agreed]);
     if (-both[agreed] != 0 || differ) {
       ++stats().not_covered;
       if (differ) return {PgemmResult::not_covered, "the arguments differ across the ranks of the grid"};
@@ -340,15 +353,19 @@ PgemmOutcome pgemm_described(char transa, char transb, int m, int n, int k, Scal
     return {};
   }
 
-  block_cyclic_to_blocks(sub_a, grid, plan->rect_a, w.a, w);
-  block_cyclic_to_blocks(sub_b, grid, plan->rect_b, w.b, w);
-  const Rect out = plan->rect_c[static_cast<std::size_t>(grid.row * grid.cols + grid.col)];
+  // Process d plays the plan's rank d, or the rank the relabeling gives it (relabel()).
+  const relabeling* r = costs.relabeled.get();
+  const std::vector<Rect>& rect_c = r ? r->rect_c : plan->rect_c;
+  block_cyclic_to_blocks(sub_a, grid, r ? r->rect_a : plan->rect_a, w.a, w);
+  block_cyclic_to_blocks(sub_b, grid, r ? r->rect_b : plan->rect_b, w.b, w);
+  const Rect out = rect_c[static_cast<std::size_t>(grid.row * grid.cols + grid.col)];
   w.c.resize(static_cast<std::size_t>(std::max<std::int64_t>(out.rows * out.cols, 1)));
-  ProcessGroupMesh<Cube>& groups = groups_for(grid.comm, plan->cube);
+  ProcessGroupMesh<Cube>& groups = r ? groups_for(grid.comm, plan->cube, *r) : groups_for(grid.comm, plan->cube);
   shardwise::detail::executor<Scalar, true>(plan->program, groups.state(), global, {w.a.data(), w.b.data(), nullptr, w.c.data()})
       .run();
   stats().plan_bytes += costs.plan.bytes;
-  blocks_to_block_cyclic(w.c, plan->rect_c, grid, sub_c, alpha, beta, w);
+  blocks_to_block_cyclic(w.c, rect_c, grid, sub_c, alpha, beta, w);
+  if (r != nullptr) ++stats().relabeled;
   ++stats().planned;
   return {};
 }

@@ -116,6 +116,8 @@ struct PgemmStats {
                                       ///< k rows lie on one process row and C's columns as B's (op(A) 'T'/'C').
   std::int64_t redistributed_bytes = 0;  ///< Bytes this rank sent to redistribute A, B and C.
   std::int64_t plan_bytes = 0;        ///< Bytes this rank sent in the plans (the cost model's figure).
+  std::int64_t relabeled = 0;         ///< Redistributed calls whose processes play other ranks of the plan,
+                                      ///< so that more data stays where it lies (COSTA's relabeling).
   std::int64_t agreements_skipped = 0;  ///< Calls that communicated without the agreement, on the
                                         ///< one their call shape had before (SHARDWISE_PGEMM_AGREEMENT).
 };

@@ -25,6 +25,7 @@
 #include "shardwise/plan/sharding_planner.hpp"
 #include "shardwise/process_group_mesh.hpp"
 #include "shardwise/scalapack/pgemm_call.hpp"
+#include "shardwise/scalapack/process_assignment.hpp"
 
 namespace shardwise::scalapack::detail {
 
@@ -79,6 +80,8 @@ inline std::vector<Rect> rectangles(const shardwise::detail::tensor_axes& t, std
 /// handle is a per-process value that MPI may reuse, never a key.
 struct grid_meshes {
   std::map<std::array<int, 3>, std::unique_ptr<ProcessGroupMesh<Cube>>> meshes;
+  /// A plan's mesh with its ranks played by other processes (relabeling::key).
+  std::map<std::vector<int>, std::unique_ptr<ProcessGroupMesh<Cube>>> relabeled;
 };
 
 inline int grid_meshes_keyval() {
@@ -201,6 +204,75 @@ inline ProcessGroupMesh<Cube>& groups_for(MPI_Comm comm, const Cube& cube) {
   auto& slot = meshes[key];
   if (!slot) slot = std::make_unique<ProcessGroupMesh<Cube>>(MpiCommunicator(comm), cube);
   return *slot;
+}
+
+/// Which process plays which rank of a plan for one call (COSTA's relabeling), where that keeps
+/// more of op(sub(A)), op(sub(B)) and the product where they lie than process d playing rank d:
+/// the plan's rectangles by process, and the key of its process groups.
+struct relabeling {
+  std::vector<int> plays;                 ///< plays[d]: the plan rank process d plays
+  std::vector<Rect> rect_a, rect_b, rect_c;  ///< by process: the rectangle of the rank it plays
+  std::vector<int> key;                   ///< the mesh's extents, then plays (grid_meshes::relabeled)
+  std::int64_t fingerprint = 0;           ///< agreed across the ranks with the arguments
+};
+
+/// Above this many ranks the plan's ranks stay with the processes of the same number: the
+/// assignment takes O(P^3) once per call shape.
+inline constexpr int largest_relabeled_grid = 256;
+
+/// The relabeling of `plan` for a call, or null where process d playing rank d keeps as much:
+/// the assignment of most elements kept (heaviest_assignment), each process weighing what it
+/// holds of each rank's rectangles of op(sub(A)) and op(sub(B)) (not sent there) and of the
+/// product (not sent back). Every rank computes the same from the same arguments.
+template <typename Scalar>
+std::shared_ptr<const relabeling> relabel(const cached_plan& plan, const BlockCyclicOperand<const Scalar*>& a,
+                                          const BlockCyclicOperand<const Scalar*>& b,
+                                          const BlockCyclicOperand<Scalar*>& c, const Grid& grid) {
+  const int ranks = grid.rows * grid.cols;
+  if (ranks <= 1 || ranks > largest_relabeled_grid) return nullptr;
+  const auto n = static_cast<std::size_t>(ranks);
+  std::vector<std::int64_t> kept(n * n);
+  for (int d = 0; d < ranks; ++d) {
+    const int p = d / grid.cols, q = d % grid.cols;
+    for (std::size_t r = 0; r < n; ++r)
+      kept[static_cast<std::size_t>(d) * n + r] = held_count(a.rows, a.cols, p, q, a.source(plan.rect_a[r])) +
+                                                  held_count(b.rows, b.cols, p, q, b.source(plan.rect_b[r])) +
+                                                  held_count(c.rows, c.cols, p, q, c.source(plan.rect_c[r]));
+  }
+  const std::vector<int> plays = heaviest_assignment(kept, ranks);
+  std::int64_t as_is = 0, relabeled = 0;
+  for (std::size_t d = 0; d < n; ++d)
+    as_is += kept[d * n + d], relabeled += kept[d * n + static_cast<std::size_t>(plays[d])];
+  if (relabeled <= as_is) return nullptr;
+  auto r = std::make_shared<relabeling>();
+  r->plays = plays;
+  r->key = {plan.cube.extent(0), plan.cube.extent(1), plan.cube.extent(2)};
+  for (std::size_t d = 0; d < n; ++d) {
+    const auto rank = static_cast<std::size_t>(plays[d]);
+    r->rect_a.push_back(plan.rect_a[rank]);
+    r->rect_b.push_back(plan.rect_b[rank]);
+    r->rect_c.push_back(plan.rect_c[rank]);
+    r->key.push_back(plays[d]);
+    r->fingerprint = r->fingerprint * 1000003 + plays[d] + 1;
+  }
+  return r;
+}
+
+/// The process groups of a plan's mesh whose ranks `r` relabels: made on every rank at the
+/// same call (a collective MPI_Comm_split ordering the processes by the rank they play).
+inline ProcessGroupMesh<Cube>& groups_for(MPI_Comm comm, const Cube& cube, const relabeling& r) {
+  auto& meshes = meshes_of_grid(comm).relabeled;
+  auto it = meshes.find(r.key);
+  if (it == meshes.end()) {
+    int me = 0;
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm ordered = MPI_COMM_NULL;
+    MPI_Comm_split(comm, 0, r.plays[static_cast<std::size_t>(me)], &ordered);
+    auto groups = std::make_unique<ProcessGroupMesh<Cube>>(MpiCommunicator(ordered), cube);  // a duplicate
+    MPI_Comm_free(&ordered);
+    it = meshes.emplace(r.key, std::move(groups)).first;
+  }
+  return *it->second;
 }
 
 /// Each rank's rectangle of an m x n operand stored as `t` on the plan's mesh.
