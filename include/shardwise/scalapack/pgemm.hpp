@@ -60,6 +60,7 @@
 #include <string_view>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "shardwise/scalapack/pgemm_call.hpp"
@@ -79,7 +80,7 @@ struct way_costs {
   static constexpr Traffic none{INT64_MAX / 4, INT64_MAX / 4};
   std::array<Traffic, 4> of{none, none, none, none};
   Traffic plan;
-  std::shared_ptr<const relabeling> relabeled;  ///< the redistributed way's relabeling (null: none)
+  std::unique_ptr<const relabeling> relabeled;  ///< the redistributed way's relabeling (null: none)
   int agreed_way = -1;  ///< once_per_shape: the way this call shape's agreement chose (-1: none yet)
 };
 
@@ -109,9 +110,18 @@ inline agreement agreement_mode() {
 }
 
 /// The costs, by the call's arguments (but LLD_ and the contexts) and its plan: a client calls
-/// few shapes many times, and a tiny call should not spend its time modeling. Bounded.
-inline std::map<std::array<std::int64_t, 36>, way_costs>& cost_cache() {
-  static std::map<std::array<std::int64_t, 36>, way_costs> cache;
+/// few shapes many times, and a tiny call should not spend its time modeling. Bounded. One
+/// cache for every scalar type, and with it the last call's entry: a client repeats its last
+/// shape (a loop of panel updates), which then costs one comparison, not a search. `last` is
+/// set at every call, after any clearing, so it never outlives its entry.
+struct way_cost_cache {
+  using key_type = std::array<std::int64_t, 36>;
+  std::map<key_type, way_costs> entries;
+  key_type last_key{};
+  way_costs* last = nullptr;  ///< entries' value at last_key
+};
+inline way_cost_cache& cost_cache() {
+  static way_cost_cache cache;
   return cache;
 }
 
@@ -200,22 +210,19 @@ PgemmOutcome pgemm_described(char transa, char transb, int m, int n, int k, Scal
   const BlockCyclicOperand<const Scalar*> sub_b{b, db.lld, ib - 1, jb - 1, db.row_dim(grid), db.col_dim(grid), opb};
   const shardwise::detail::operand_extents global = shardwise::detail::matmul_extents({.m = m, .k = k, .n = n});
   auto& w = workspace<Scalar>();
-  way_costs costs;
-  way_costs* entry = nullptr;  // this call shape's in cost_cache(): valid until the next insertion
+  way_costs* entry = nullptr;  // this call shape's in cost_cache(): valid until the next call
   if (plan != nullptr) {
     const std::array<std::int64_t, 36> key{
         ranks, grid.rows, grid.cols, grid.row, grid.col, m, n, k, opa, opb, ia, ja, ib, jb, ic, jc, scalar_bytes,
         reinterpret_cast<std::intptr_t>(plan), da.m, da.n, da.mb, da.nb, da.rsrc, da.csrc, db.m, db.n, db.mb, db.nb,
         db.rsrc, db.csrc, dc.m, dc.n, dc.mb, dc.nb, dc.rsrc, dc.csrc};
     auto& cache = cost_cache();
-    // A client repeats its last shape (a loop of panel updates): one comparison, not a search.
-    static std::array<std::int64_t, 36> last_key{};
-    static way_costs* last_entry = nullptr;
-    if (key == last_key && last_entry != nullptr) {
-      entry = last_entry;
-    } else if (auto it = cache.find(key); it != cache.end()) {
+    if (cache.last != nullptr && key == cache.last_key) {
+      entry = cache.last;
+    } else if (auto it = cache.entries.find(key); it != cache.entries.end()) {
       entry = &it->second;
     } else {
+      way_costs costs;
       if (in_place_possible) {
         const auto rows = local_run(da.row_dim(grid), grid.row, ia - 1, m).second;
         const auto cols = local_run(db.col_dim(grid), grid.col, jb - 1, n).second;
@@ -242,12 +249,14 @@ PgemmOutcome pgemm_described(char transa, char transb, int m, int n, int k, Scal
       costs.of[3] = sent_to_rectangles(sub_a, grid, r ? r->rect_a : plan->rect_a, scalar_bytes) +
                     sent_to_rectangles(sub_b, grid, r ? r->rect_b : plan->rect_b, scalar_bytes) +
                     sent_from_rectangles(sub_c, grid, r ? r->rect_c : plan->rect_c, scalar_bytes) + costs.plan;
-      if (cache.size() >= 4096) cache.clear();
-      entry = &cache.emplace(key, costs).first->second;
+      if (cache.entries.size() >= 4096) cache.entries.clear();
+      entry = &cache.entries.emplace(key, std::move(costs)).first->second;
     }
-    last_key = key, last_entry = entry;
-    costs = *entry;
+    cache.last_key = key, cache.last = entry;
   }
+  // Read in place, not copied: a tiny call should not pay for copying its costs.
+  static const way_costs no_costs;
+  const way_costs& costs = entry != nullptr ? *entry : no_costs;
 
   way chosen = way::redistributed;
   if (entry != nullptr && entry->agreed_way >= 0 && agreement_mode() == agreement::once_per_shape) {

@@ -225,7 +225,7 @@ inline constexpr int largest_relabeled_grid = 256;
 /// holds of each rank's rectangles of op(sub(A)) and op(sub(B)) (not sent there) and of the
 /// product (not sent back). Every rank computes the same from the same arguments.
 template <typename Scalar>
-std::shared_ptr<const relabeling> relabel(const cached_plan& plan, const BlockCyclicOperand<const Scalar*>& a,
+std::unique_ptr<const relabeling> relabel(const cached_plan& plan, const BlockCyclicOperand<const Scalar*>& a,
                                           const BlockCyclicOperand<const Scalar*>& b,
                                           const BlockCyclicOperand<Scalar*>& c, const Grid& grid) {
   const int ranks = grid.rows * grid.cols;
@@ -244,7 +244,7 @@ std::shared_ptr<const relabeling> relabel(const cached_plan& plan, const BlockCy
   for (std::size_t d = 0; d < n; ++d)
     as_is += kept[d * n + d], relabeled += kept[d * n + static_cast<std::size_t>(plays[d])];
   if (relabeled <= as_is) return nullptr;
-  auto r = std::make_shared<relabeling>();
+  auto r = std::make_unique<relabeling>();
   r->plays = plays;
   r->key = {plan.cube.extent(0), plan.cube.extent(1), plan.cube.extent(2)};
   for (std::size_t d = 0; d < n; ++d) {
