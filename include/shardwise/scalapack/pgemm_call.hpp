@@ -239,6 +239,7 @@ struct pgemm_workspace {
   std::vector<std::int64_t> send_elements, receive_elements;  ///< per rank, before set_counts
   std::vector<int> send_counts, send_offsets, receive_counts, receive_offsets;
   std::vector<std::int64_t> held_rows, held_cols;  ///< the in-place SUMMA's cyclic_holders
+  std::vector<MPI_Request> requests;                ///< the redistribution's messages (exchange)
 };
 
 template <typename Scalar>

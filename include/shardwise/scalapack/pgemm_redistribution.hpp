@@ -41,25 +41,6 @@ inline void set_counts(const std::vector<std::int64_t>& counts, std::vector<int>
   }
 }
 
-/// The all-to-all both redistributions make: w.send_elements[d] elements to rank d, packed by
-/// pack(w.send.data()) in rank order; w.receive_elements[s] from rank s land in w.receive.
-template <typename Scalar, typename Pack>
-void exchange(const Grid& grid, pgemm_workspace<Scalar>& w, Pack&& pack) {
-  const int me = grid.row * grid.cols + grid.col;
-  std::int64_t send_total = 0, receive_total = 0;
-  for (std::int64_t e : w.send_elements) send_total += e;
-  for (std::int64_t e : w.receive_elements) receive_total += e;
-  set_counts(w.send_elements, w.send_counts, w.send_offsets);
-  set_counts(w.receive_elements, w.receive_counts, w.receive_offsets);
-  w.send.resize(static_cast<std::size_t>(std::max<std::int64_t>(send_total, 1)));
-  w.receive.resize(static_cast<std::size_t>(std::max<std::int64_t>(receive_total, 1)));
-  pack(w.send.data());
-  MPI_Alltoallv(w.send.data(), w.send_counts.data(), w.send_offsets.data(), mpi_type<Scalar>(), w.receive.data(),
-                w.receive_counts.data(), w.receive_offsets.data(), mpi_type<Scalar>(), grid.comm);
-  stats().redistributed_bytes += static_cast<std::int64_t>(sizeof(Scalar)) *
-                                 (send_total - w.send_elements[static_cast<std::size_t>(me)]);
-}
-
 using Cube = Mesh<Axis<"x", dynamic_extent>, Axis<"y", dynamic_extent>, Axis<"z", dynamic_extent>>;
 
 /// A plan for one (P, m, n, k, scalar size): its mesh, its lowered program, and where A, B
@@ -82,6 +63,8 @@ struct grid_meshes {
   std::map<std::array<int, 3>, std::unique_ptr<ProcessGroupMesh<Cube>>> meshes;
   /// A plan's mesh with its ranks played by other processes (relabeling::key).
   std::map<std::vector<int>, std::unique_ptr<ProcessGroupMesh<Cube>>> relabeled;
+  /// A duplicate of the grid's communicator for the redistributions' messages (exchange).
+  std::unique_ptr<MpiCommunicator> exchange;
 };
 
 inline int grid_meshes_keyval() {
@@ -107,6 +90,58 @@ inline grid_meshes& meshes_of_grid(MPI_Comm comm) {
   auto* fresh = new grid_meshes;
   MPI_Comm_set_attr(comm, grid_meshes_keyval(), fresh);
   return *fresh;
+}
+
+/// The grid's duplicate for the redistributions' messages, made at the first redistribution
+/// (on every rank of the grid at the same call: the way is agreed).
+inline MPI_Comm exchange_comm(MPI_Comm comm) {
+  auto& slot = meshes_of_grid(comm).exchange;
+  if (!slot) slot = std::make_unique<MpiCommunicator>(comm);
+  return slot->native();
+}
+
+/// The all-to-all both redistributions make: w.send_elements[d] elements to rank d, packed by
+/// pack(w.send.data()) in rank order; w.receive_elements[s] from rank s land in w.receive.
+/// Messages go only between processes that exchange data, not through MPI_Alltoallv: a
+/// block-cyclic operand's blocks go to a few of a large grid's plan ranks (16 of 256 for a
+/// square product on 16 x 16), and an alltoallv may step through every pair, empty or not
+/// (Open MPI's pairwise algorithm: P - 1 steps). On the grid's duplicate (exchange_comm), so
+/// that no message of the caller's on the grid's communicator can match one of these.
+template <typename Scalar, typename Pack>
+void exchange(const Grid& grid, pgemm_workspace<Scalar>& w, Pack&& pack) {
+  const int me = grid.row * grid.cols + grid.col;
+  std::int64_t send_total = 0, receive_total = 0;
+  for (std::int64_t e : w.send_elements) send_total += e;
+  for (std::int64_t e : w.receive_elements) receive_total += e;
+  set_counts(w.send_elements, w.send_counts, w.send_offsets);
+  set_counts(w.receive_elements, w.receive_counts, w.receive_offsets);
+  w.send.resize(static_cast<std::size_t>(std::max<std::int64_t>(send_total, 1)));
+  w.receive.resize(static_cast<std::size_t>(std::max<std::int64_t>(receive_total, 1)));
+  pack(w.send.data());
+  const MPI_Comm comm = exchange_comm(grid.comm);
+  const int ranks = static_cast<int>(w.send_counts.size());
+  const auto at = [](int rank) { return static_cast<std::size_t>(rank); };
+  w.requests.clear();
+  w.requests.reserve(2 * at(ranks));
+  // Receives first; sends from the next rank on, so that the ranks do not all start at rank 0.
+  for (int i = 1; i < ranks; ++i) {
+    const int from = (me + ranks - i) % ranks;
+    if (w.receive_counts[at(from)] == 0) continue;
+    w.requests.emplace_back();
+    MPI_Irecv(w.receive.data() + w.receive_offsets[at(from)], w.receive_counts[at(from)], mpi_type<Scalar>(), from, 0,
+              comm, &w.requests.back());
+  }
+  for (int i = 1; i < ranks; ++i) {
+    const int to = (me + i) % ranks;
+    if (w.send_counts[at(to)] == 0) continue;
+    w.requests.emplace_back();
+    MPI_Isend(w.send.data() + w.send_offsets[at(to)], w.send_counts[at(to)], mpi_type<Scalar>(), to, 0, comm,
+              &w.requests.back());
+  }
+  std::copy_n(w.send.data() + w.send_offsets[at(me)], w.send_counts[at(me)],
+              w.receive.data() + w.receive_offsets[at(me)]);
+  MPI_Waitall(static_cast<int>(w.requests.size()), w.requests.data(), MPI_STATUSES_IGNORE);
+  stats().redistributed_bytes += static_cast<std::int64_t>(sizeof(Scalar)) * (send_total - w.send_elements[at(me)]);
 }
 
 inline std::map<std::tuple<int, std::int64_t, std::int64_t, std::int64_t, int, std::int64_t>,
