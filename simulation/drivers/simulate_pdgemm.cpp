@@ -9,6 +9,12 @@
 // most ranks without a block when n / NB < P. The ranks outside the grid idle.
 // Built by simulation/peers/build_scalapack_smpi.sh against SMPI, with flop_charging_dgemm.c as its
 // dgemm_; run by `simulation/simulate pdgemm`.
+// The same source, compiled with SHARDWISE_SIMULATE=1 and linked with the drop-in's
+// src/scalapack_dropin.cpp before ScaLAPACK's archive, is simulate_dropin (`simulation/simulate
+// dropin`): the same program and arguments, its pdgemm_ call computed by libshardwise_scalapack as
+// a ScaLAPACK client's would be. Its row names the plan "dropin nb:NB" and, after the grid, the
+// way the drop-in took (in place, reduced, gathered, local or redistributed), and in place of
+// the SUMMA estimate the bytes the busiest rank sent per call as the drop-in counted them.
 //
 //   simulate_pdgemm [--m M] [--k K] [--n N] [--nb NB] [--grid PxQ] [--allow-idle] [--reps R] [--check] [--fold]
 //     --m, --k  default to --n (256)
@@ -34,6 +40,13 @@
 #include "shardwise/plan/cost.hpp"              // matmul_lower_bound: the bound the table compares with
 #include "shardwise/plan/sharding_planner.hpp"  // AnyMeshOptions: how many ranks the best plan may idle
 #include "shardwise/scalapack/prototypes.h"      // BLACS, NUMROC, DESCINIT, PDGEMM
+#if defined(SHARDWISE_SIMULATE) && SHARDWISE_SIMULATE
+#include "shardwise/detail/simulation.hpp"  // whether the drop-in's GEMMs compute, and its buffers fold
+#include "shardwise/scalapack/pgemm.hpp"    // pgemm_stats: the way the drop-in took, its bytes
+#define SIMULATE_DROPIN 1
+#else
+#define SIMULATE_DROPIN 0
+#endif
 
 // flop_charging_dgemm.c: whether the local GEMMs multiply (--check) or only charge their flops.
 extern "C" void flop_charging_dgemm_computes(int yes);
@@ -114,6 +127,11 @@ int main(int argc, char** argv) {
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   flop_charging_dgemm_computes(check ? 1 : 0);
+#if SIMULATE_DROPIN
+  // Before the first call, the same on every rank (detail/simulation.hpp).
+  shardwise::detail::simulation::compute().store(check);
+  shardwise::detail::simulation::fold().store(fold);
+#endif
 
   int me = 0, size = 0;
   Cblacs_pinfo(&me, &size);
@@ -168,6 +186,9 @@ int main(int argc, char** argv) {
             &one, &one, c->desc);
   };
   run();
+#if SIMULATE_DROPIN
+  const shardwise::scalapack::PgemmStats first = shardwise::scalapack::pgemm_stats();
+#endif
   double error = 0;
   if (check && in_grid)
     for (int j = 0; j < c->cols; ++j)
@@ -187,21 +208,49 @@ int main(int argc, char** argv) {
     seconds = std::min(seconds, elapsed);
   }
   MPI_Allreduce(MPI_IN_PLACE, &error, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  const char* label = "pdgemm";
+  char way[64] = "";
+  double estimate = summa_estimate(m, k, n, p, q) / (1 << 20);
+  const char* estimate_note = "SUMMA estimate";
+#if SIMULATE_DROPIN
+  {
+    // The untimed first call's way (every timed call repeats it) and the busiest rank's bytes
+    // sent in it: the redistribution's and the plan's, as the drop-in counts them.
+    const shardwise::scalapack::PgemmStats s = first;
+    double sent = static_cast<double>(s.redistributed_bytes + s.plan_bytes);
+    MPI_Allreduce(MPI_IN_PLACE, &sent, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    const char* name = s.planned == 0 ? "not planned"
+                       : s.local > 0   ? "local"
+                       : s.in_place > 0 ? "in place"
+                       : s.reduced > 0  ? "reduced"
+                       : s.gathered > 0 ? "gathered"
+                                        : (s.relabeled > 0 ? "redistributed, relabeled" : "redistributed");
+    std::snprintf(way, sizeof way, " (%s)", name);
+    label = "dropin";
+    estimate = sent / (1 << 20);
+    estimate_note = "counted";
+  }
+#endif
   if (me == 0) {
     const double mm = m, kk = k, nn = n, gflops = 2.0 * mm * kk * nn / seconds / 1e9;
     const double peak = sg_host_get_speed(sg_host_self()) * size / 1e9;
-    const double estimate = summa_estimate(m, k, n, p, q) / (1 << 20);
     const double bound = 8.0 * shardwise::matmul_lower_bound(m, k, n, size).words / (1 << 20);
     char mesh[64];
-    if (p * q < size) std::snprintf(mesh, sizeof mesh, "%dx%d (%d idle)", p, q, size - p * q);
-    else std::snprintf(mesh, sizeof mesh, "%dx%d", p, q);
-    std::printf("| %d | %d | %d | %d | pdgemm nb:%d | %s | block-cyclic %d x %d | %.6f | %.2f | %.1f | - | %.3f (SUMMA "
-                "estimate) | - | %.3f | %.3f (estimate) | %s |\n",
-                size, m, k, n, nb, mesh, nb, nb, seconds, gflops, 100.0 * gflops / peak, estimate, bound,
-                bound > 0 ? estimate / bound : 0.0, check ? (error == 0.0 ? "exact" : "WRONG") : "not computed");
+    if (p * q < size) std::snprintf(mesh, sizeof mesh, "%dx%d (%d idle)%s", p, q, size - p * q, way);
+    else std::snprintf(mesh, sizeof mesh, "%dx%d%s", p, q, way);
+    std::printf("| %d | %d | %d | %d | %s nb:%d | %s | block-cyclic %d x %d | %.6f | %.2f | %.1f | - | %.3f (%s) | - | "
+                "%.3f | %.3f (%s) | %s |\n",
+                size, m, k, n, label, nb, mesh, nb, nb, seconds, gflops, 100.0 * gflops / peak, estimate, estimate_note,
+                bound, bound > 0 ? estimate / bound : 0.0, SIMULATE_DROPIN ? "counted" : "estimate",
+                check ? (error == 0.0 ? "exact" : "WRONG") : "not computed");
     std::fflush(stdout);
   }
   if (in_grid) Cblacs_gridexit(context);
+#if SIMULATE_DROPIN
+  // The executor's folded buffers are SMPI's: given back before MPI_Finalize, not when the
+  // thread ends, where SMPI's shared free crashes (as simulate_matmul does).
+  shardwise::detail::Workspace::local().release();
+#endif
   MPI_Finalize();
   return error == 0.0 ? 0 : 1;
 }

@@ -12,6 +12,7 @@
 #     BUILD_DIR         default build-scalapack-smpi/ in this repository (ignored by git);
 #                       the source is only read, never copied into the repository
 # Then:  simulation/simulate pdgemm P PLATFORM [--n N] [--nb NB] [--check]
+#        simulation/simulate dropin P PLATFORM [--n N] [--nb NB] [--check]   (the drop-in, below)
 #
 # What is compiled (with smpicc / smpif90; gfortran must be installed):
 #   - BLACS: the internal BI_*.c once; the user routines twice, for the Fortran interface and,
@@ -80,3 +81,18 @@ smpicxx -std=c++20 -O2 -Wall -Wextra -Wpedantic -fno-gnu-unique -DSMPI_NO_OVERRI
   "$repo/simulation/drivers/simulate_pdgemm.cpp" "$build_dir/flop_charging_dgemm.o" "$build_dir/libscalapack_smpi.a" \
   $(pkg-config --libs openblas) -lgfortran -o "$build_dir/simulate_pdgemm"
 echo "build_scalapack_smpi: $build_dir/simulate_pdgemm"
+
+# The drop-in on the same clusters: src/scalapack_dropin.cpp (libshardwise_scalapack's one
+# source) compiled for SMPI, its kernels charging their flops (SHARDWISE_SIMULATE), linked
+# before the archive so that the driver's pdgemm_ is the drop-in's (ScaLAPACK's pdgemm_.o is
+# then not linked: a call the drop-in would hand back finds no PDGEMM and aborts, which a
+# simulated cell must not hide).
+simulate_flags=(-std=c++20 -O2 -DNDEBUG -Wall -Wextra -Wpedantic -fno-gnu-unique -fPIC -DSHARDWISE_SIMULATE=1
+  -DSMPI_NO_OVERRIDE_MALLOC=1 -DOMPI_SKIP_MPICXX=1 -DMPICH_SKIP_MPICXX=1 -DSHARDWISE_USE_BLAS=1 -I"$repo/include")
+# Compiled every time: it depends on most of include/shardwise, which `compile` does not follow.
+smpicxx "${simulate_flags[@]}" $(pkg-config --cflags eigen3 openblas) -c "$repo/src/scalapack_dropin.cpp" \
+  -o "$build_dir/scalapack_dropin.o"
+smpicxx "${simulate_flags[@]}" $(pkg-config --cflags eigen3 openblas) "$repo/simulation/drivers/simulate_pdgemm.cpp" \
+  "$build_dir/scalapack_dropin.o" "$build_dir/flop_charging_dgemm.o" "$build_dir/libscalapack_smpi.a" \
+  $(pkg-config --libs openblas) -lgfortran -ldl -o "$build_dir/simulate_dropin"
+echo "build_scalapack_smpi: $build_dir/simulate_dropin"
