@@ -97,11 +97,11 @@ inline Traffic cyclic_summa_traffic(const cyclic_panels& panels, int row, int co
 /// `a` (local_rows x its local k, leading dimension lda), B's at `b` (its local k x local_cols,
 /// ldb), over the groups along the grid's row axes (`row_axes`, which deal C's rows) and column
 /// axes; with `holders`, a panel goes only to ranks that multiply it. Collective over the grid.
-template <typename Scalar>
+template <typename Scalar, typename Buffer = std::vector<Scalar>>
 void cyclic_summa(group_mesh_state& groups, const axis_list& row_axes, const axis_list& column_axes,
                   const cyclic_panels& panels, const Scalar* a, std::int64_t lda, const Scalar* b, std::int64_t ldb,
                   Scalar* c, std::int64_t ldc, std::int64_t local_rows, std::int64_t local_cols,
-                  std::vector<Scalar>& a_buffer, std::vector<Scalar>& b_buffer, const cyclic_holders& holders = {}) {
+                  Buffer& a_buffer, Buffer& b_buffer, const cyclic_holders& holders = {}) {
   AnyCommunicator& along_row = groups.group_along(column_axes);  // the ranks of one grid row: A's panels
   AnyCommunicator& along_column = groups.group_along(row_axes);  // of one grid column: B's panels
   const int column = along_row.rank(), row = along_column.rank();

@@ -304,7 +304,7 @@ PgemmOutcome pgemm_described(char transa, char transb, int m, int n, int k, Scal
               "across them"};
     }
 
-    // Every exchange then counts in int, as MPI_Alltoallv does: each element of an operand is
+    // Every exchange then counts in int, as MPI's message counts do: each element of an operand is
     // sent once, so no rank sends or receives more than the largest operand.
     if (!fits) {
       ++stats().not_covered;

@@ -11,11 +11,15 @@
 #include <climits>
 #include <complex>
 #include <cstdint>
+#include <new>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 #include "shardwise/comm/types.hpp"
+#if defined(SHARDWISE_SIMULATE) && SHARDWISE_SIMULATE
+#include "shardwise/detail/simulation.hpp"  // SMPI: the buffers fold
+#endif
 #include "shardwise/scalapack/block_cyclic.hpp"
 
 namespace shardwise::scalapack {
@@ -232,10 +236,35 @@ inline std::int64_t held_count(const BlockCyclicDim& rows, const BlockCyclicDim&
   return r * c;
 }
 
+#if defined(SHARDWISE_SIMULATE) && SHARDWISE_SIMULATE
+/// On a simulated cluster the drop-in's operand-sized buffers fold as the kernels' workspace
+/// does (detail/simulation.hpp): at P = 256 a large-k product's redistribution would otherwise
+/// hold four copies of A and B in the simulator's memory.
+template <typename T>
+struct folding_allocator {
+  using value_type = T;
+  folding_allocator() = default;
+  template <typename U>
+  folding_allocator(const folding_allocator<U>&) noexcept {}
+  T* allocate(std::size_t n) {
+    void* memory = shardwise::detail::simulation::allocate(std::max<std::size_t>(64, (n * sizeof(T) + 63) / 64 * 64));
+    if (memory == nullptr) throw std::bad_alloc();
+    return static_cast<T*>(memory);
+  }
+  void deallocate(T* p, std::size_t) noexcept { shardwise::detail::simulation::deallocate(p); }
+  friend bool operator==(const folding_allocator&, const folding_allocator&) { return true; }
+};
+template <typename Scalar>
+using scratch_vector = std::vector<Scalar, folding_allocator<Scalar>>;
+#else
+template <typename Scalar>
+using scratch_vector = std::vector<Scalar>;
+#endif
+
 /// Buffers kept from call to call: no allocation in the steady state.
 template <typename Scalar>
 struct pgemm_workspace {
-  std::vector<Scalar> send, receive, a, b, c, partial;
+  scratch_vector<Scalar> send, receive, a, b, c, partial;
   std::vector<std::int64_t> send_elements, receive_elements;  ///< per rank, before set_counts
   std::vector<int> send_counts, send_offsets, receive_counts, receive_offsets;
   std::vector<std::int64_t> held_rows, held_cols;  ///< the in-place SUMMA's cyclic_holders

@@ -324,7 +324,7 @@ inline std::vector<Rect> rectangles(const shardwise::detail::tensor_axes& t, std
 /// One all-to-all over the grid: op(sub(X)) into each rank's rectangle `to`, row-major.
 template <typename Scalar>
 void block_cyclic_to_blocks(const BlockCyclicOperand<const Scalar*>& x, const Grid& grid,
-                            const std::vector<Rect>& to, std::vector<Scalar>& out, pgemm_workspace<Scalar>& w) {
+                            const std::vector<Rect>& to, scratch_vector<Scalar>& out, pgemm_workspace<Scalar>& w) {
   const int ranks = grid.rows * grid.cols, me = grid.row * grid.cols + grid.col;
   const Rect mine = to[static_cast<std::size_t>(me)];
   w.send_elements.resize(static_cast<std::size_t>(ranks));
@@ -370,7 +370,7 @@ const Scalar* store_scaled(const Scalar* next, const BlockCyclicOperand<Scalar*>
 /// One all-to-all over the grid: each rank's rectangle `from` of the product (row-major in
 /// `in`) to sub(C)'s block-cyclic owners, which store alpha * value + beta * C.
 template <typename Scalar>
-void blocks_to_block_cyclic(const std::vector<Scalar>& in, const std::vector<Rect>& from, const Grid& grid,
+void blocks_to_block_cyclic(const scratch_vector<Scalar>& in, const std::vector<Rect>& from, const Grid& grid,
                             const BlockCyclicOperand<Scalar*>& c, Scalar alpha, Scalar beta,
                             pgemm_workspace<Scalar>& w) {
   const int ranks = grid.rows * grid.cols, me = grid.row * grid.cols + grid.col;
