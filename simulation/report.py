@@ -17,6 +17,8 @@ planner picks by predicted time (from `simulation/simulate predict`: the planner
 only, no simulation). Then the strong-scaling series (STRONG_SHAPES on STRONG_PROCS ranks, issue
 40): the table's plans and "time" (PLATFORM-P-SHAPE-time.md, the planner's plan by predicted time
 on the platform's machine), each with its prediction and speed-up over PDGEMM, and the goals.
+Then the drop-in beside PDGEMM (cells dropinNB, issue 39): the same pdgemm_ call, in ScaLAPACK's
+layout on PDGEMM's grid and NB, computed by libshardwise_scalapack instead of PBLAS.
 """
 import math
 import os
@@ -454,6 +456,87 @@ def emit_strong(emit, cells, predicted, by_time):
     emit("")
 
 
+DROPIN_PROCS = [256, 1024]
+DROPIN_SHAPES = ["square8k", "tall8k", "large_k8k", "flat8k"]
+
+
+def emit_dropin(emit, cells):
+    """The drop-in's cells (dropinNB by bytes, dropinNBtime by predicted time) beside PDGEMM's at
+    the same NB: the same call and layout."""
+    emit("## The drop-in beside PDGEMM")
+    emit("")
+    emit("The same `pdgemm_` call (`simulation/drivers/simulate_pdgemm.cpp`: A, B and C block-cyclic on PDGEMM's "
+         "grid, the cell's NB), computed by ScaLAPACK's PDGEMM (`pdgemmNB` cells) and by the drop-in, "
+         "`src/scalapack_dropin.cpp` compiled for SMPI and linked in its place "
+         "(`simulation/simulate cell PLATFORM P SHAPE dropin128`). The drop-in decides per call whether to compute "
+         "in place or to redistribute to the planner's plan and back: by its cost model in bytes, its default "
+         "(`dropinNB` cells), or by predicted time on the platform's machine (`dropinNBtime`: "
+         "SHARDWISE_PGEMM_MACHINE=simulated_fat_tree or simulated_torus). The redistribution's messages are in "
+         "the drop-in's time. Speed-up: PDGEMM's time over the drop-in's.")
+    emit("")
+    emit("| platform | P | shape | PDGEMM grid, NB | PDGEMM s | drop-in s (by bytes) | its way | MiB sent per call, "
+         "busiest rank | speed-up | drop-in s (by time) | its way | speed-up |")
+    emit("|---|---:|---|---|---:|---:|---|---:|---:|---:|---|---:|")
+    rows = []
+
+    def way_of(cell):
+        return cell["mesh"].partition(" (")[2].rstrip(")")
+
+    for platform, _ in PLATFORMS:
+        for p in DROPIN_PROCS:
+            for shape in DROPIN_SHAPES:
+                for nb in ("64", "128", "256"):
+                    by_bytes = cells.get((platform, p, shape, "dropin" + nb))
+                    by_time = cells.get((platform, p, shape, "dropin" + nb + "time"))
+                    if by_bytes is None and by_time is None:
+                        continue
+                    pd = cells.get((platform, p, shape, "pdgemm" + nb))
+                    pd_s = number(pd["seconds"]) if pd is not None and pd["ok"] else None
+                    name = platform.replace("_", " ")
+                    grid = next((c["mesh"].partition(" (")[0] for c in (by_bytes, by_time, pd)
+                                 if c is not None and c["ok"]), "?")
+                    fields = [name, str(p), shape, f"{grid}, {nb}", pd["seconds"] if pd_s else "not run"]
+                    for which, cell in (("bytes", by_bytes), ("time", by_time)):
+                        if cell is None:
+                            fields += ["not run", "", ""] if which == "bytes" else ["not run", "", ""]
+                            if which == "bytes":
+                                fields.insert(-1, "")
+                            continue
+                        if not cell["ok"]:
+                            fields += [cell["line"][:80].replace("|", "/"), "", ""] + ([""] if which == "bytes" else [])
+                            continue
+                        seconds = number(cell["seconds"])
+                        speedup = pd_s / seconds if pd_s else None
+                        rows.append((platform, p, shape, which, speedup))
+                        fields += [cell["seconds"], way_of(cell)]
+                        if which == "bytes":
+                            fields.append(f"{number(cell['model']):.3f}")
+                        fields.append(f"{speedup:.2f}" if speedup else "–")
+                    emit("| " + " | ".join(fields) + " |")
+    emit("")
+    for which in ("bytes", "time"):
+        done = [r for r in rows if r[3] == which and r[4] is not None]
+        if not done:
+            continue
+        shaped = [r for r in done if r[2] in ("tall8k", "large_k8k")]
+        square = [r for r in done if r[2] == "square8k"]
+        others = [r for r in done if r[4] < 1.0]
+        short = [r for r in shaped if r[4] < 1.2]
+        slower = [r for r in square if r[4] < 1.0]
+
+        def describe(r):
+            return f"{r[0].replace('_', ' ')} P = {r[1]} {r[2]} ({r[4]:.2f})"
+
+        emit(f"- By {which}: the drop-in >= 1.2 x faster than PDGEMM on the large-k and tall-skinny shapes in "
+             f"{len(shaped) - len(short)} of the {len(shaped)} cells compared"
+             + (": below, " + ", ".join(describe(r) for r in short) if short else "")
+             + f"; never slower on the square shape in {len(square) - len(slower)} of {len(square)}"
+             + (": slower, " + ", ".join(describe(r) for r in slower) if slower else "")
+             + f"; slower than PDGEMM in {len(others)} of all {len(done)} cells compared"
+             + (": " + ", ".join(describe(r) for r in others) if others else "") + ".")
+    emit("")
+
+
 def summary_entry(cell, key=None):
     if cell is None:
         return LEFT_OUT_REASONS[LEFT[key]][0] if key in LEFT else "not run"
@@ -576,6 +659,8 @@ def main():
     emit("")
 
     emit_strong(emit, cells, predicted, by_time)
+
+    emit_dropin(emit, cells)
 
     emit_predicted(emit, cells, predicted, by_time)
 

@@ -87,11 +87,11 @@ echo "build_scalapack_smpi: $build_dir/simulate_pdgemm"
 # before the archive so that the driver's pdgemm_ is the drop-in's (ScaLAPACK's pdgemm_.o is
 # then not linked: a call the drop-in would hand back finds no PDGEMM and aborts, which a
 # simulated cell must not hide).
+# The driver with SHARDWISE_SIMULATE too (it sets the drop-in's switches and reads its stats).
 simulate_flags=(-std=c++20 -O2 -DNDEBUG -Wall -Wextra -Wpedantic -fno-gnu-unique -fPIC -DSHARDWISE_SIMULATE=1
   -DSMPI_NO_OVERRIDE_MALLOC=1 -DOMPI_SKIP_MPICXX=1 -DMPICH_SKIP_MPICXX=1 -DSHARDWISE_USE_BLAS=1 -I"$repo/include")
 # Compiled every time: it depends on most of include/shardwise, which `compile` does not follow.
-smpicxx "${simulate_flags[@]}" $(pkg-config --cflags eigen3 openblas) -c "$repo/src/scalapack_dropin.cpp" \
-  -o "$build_dir/scalapack_dropin.o"
+"$repo/simulation/simulate" compile-dropin "$build_dir/scalapack_dropin.o"
 smpicxx "${simulate_flags[@]}" $(pkg-config --cflags eigen3 openblas) "$repo/simulation/drivers/simulate_pdgemm.cpp" \
   "$build_dir/scalapack_dropin.o" "$build_dir/flop_charging_dgemm.o" "$build_dir/libscalapack_smpi.a" \
   $(pkg-config --libs openblas) -lgfortran -ldl -o "$build_dir/simulate_dropin"
