@@ -103,9 +103,9 @@ inline MPI_Comm exchange_comm(MPI_Comm comm) {
 /// The all-to-all both redistributions make: w.send_elements[d] elements to rank d, packed by
 /// pack(w.send.data()) in rank order; w.receive_elements[s] from rank s land in w.receive.
 /// Messages go only between processes that exchange data, not through MPI_Alltoallv: a
-/// block-cyclic operand's blocks go to a few of a large grid's plan ranks (16 of 256 for a
-/// square product on 16 x 16), and an alltoallv may step through every pair, empty or not
-/// (Open MPI's pairwise algorithm: P - 1 steps). On the grid's duplicate (exchange_comm), so
+/// block-cyclic operand's blocks may go to only some of a large grid's plan ranks, and an
+/// alltoallv may step through every pair, empty or not (Open MPI's pairwise algorithm: P - 1
+/// steps). On the grid's duplicate (exchange_comm), so
 /// that no message of the caller's on the grid's communicator can match one of these.
 template <typename Scalar, typename Pack>
 void exchange(const Grid& grid, pgemm_workspace<Scalar>& w, Pack&& pack) {
