@@ -2,9 +2,10 @@
 // into another, possibly transposed and on another grid: what p?tran and p?gemr2d share.
 //
 // Every element of the source submatrix goes to the process that holds its place in the
-// target submatrix, in one all-to-all over a communicator holding both grids' processes (one
-// message per pair of processes that share elements; a process's own share goes straight from
-// its source array to its target array, through no buffer). Per pair, the elements are the
+// target submatrix, in one exchange over a communicator holding both grids' processes
+// (pair_exchange.hpp: one message per pair of processes that share elements; a process's own
+// share goes straight from its source array to its target array, through no buffer, while the
+// messages travel). Per pair, the elements are the
 // product of two lists of index runs, one per dimension: the runs of the source's rows
 // (columns) that the sender holds and whose place the receiver holds among the target's rows
 // (columns), or columns (rows) for a transpose; both sides walk them in the same order (source
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include "shardwise/kernels/redistribute.hpp"
+#include "shardwise/scalapack/pair_exchange.hpp"
 #include "shardwise/scalapack/pgemm.hpp"
 
 namespace shardwise::scalapack {
@@ -32,7 +34,7 @@ namespace shardwise::scalapack {
 /// the last reset.
 struct RedistributionStats {
   std::int64_t calls = 0;                  ///< Calls.
-  std::int64_t redistributed = 0;          ///< Calls that ran the all-to-all.
+  std::int64_t redistributed = 0;          ///< Calls that ran the exchange.
   std::int64_t without_communication = 0;  ///< Calls answered locally (M or N = 0, alpha = 0).
   std::int64_t not_covered = 0;            ///< Calls refused (the drop-in hands them to ScaLAPACK).
   std::int64_t sent_bytes = 0;             ///< Bytes this process sent to other processes.
@@ -130,6 +132,7 @@ struct copy_workspace {
   std::vector<std::int64_t> send_elements, receive_elements;
   std::vector<int> send_counts, send_offsets, receive_counts, receive_offsets;
   std::vector<PairRuns> outgoing, incoming;  ///< per rank of the communicator
+  std::vector<MPI_Request> requests;          ///< the exchange's messages
 };
 
 template <typename Scalar>
@@ -238,15 +241,17 @@ void copy(MPI_Comm comm, const CopyShape& shape, const BlockCyclicSide& source, 
         for (const shared_run& rr : w.outgoing[d].rows) packed = std::copy_n(column + rr.from, rr.length, packed);
       }
   }
-  MPI_Alltoallv(w.send.data(), w.send_counts.data(), w.send_offsets.data(), mpi_type<Scalar>(), w.receive.data(),
-                w.receive_counts.data(), w.receive_offsets.data(), mpi_type<Scalar>(), comm);
+  // The own share is combined while the messages travel.
+  exchange_pairs<Scalar>(comm, me, {w.send.data(), w.send_counts, w.send_offsets},
+                         {w.receive.data(), w.receive_counts, w.receive_offsets}, w.requests, [&] {
+                           if (!own_share) return;
+                           combine_pair(w.outgoing[self], shape.transposed, target.ld, c, combine,
+                                        [&](const shared_run& cr, std::int64_t, const shared_run& rr, std::int64_t) {
+                                          return a + cr.from * source.ld + rr.from;
+                                        },
+                                        source.ld);
+                         });
   stats.sent_bytes += static_cast<std::int64_t>(sizeof(Scalar)) * send_total;
-  if (own_share)
-    combine_pair(w.outgoing[self], shape.transposed, target.ld, c, combine,
-                 [&](const shared_run& cr, std::int64_t, const shared_run& rr, std::int64_t) {
-                   return a + cr.from * source.ld + rr.from;
-                 },
-                 source.ld);
 
   // Unpack: each message is a column-major matrix (its source rows by its source columns).
   for (std::size_t r = 0; r < size; ++r) {

@@ -24,22 +24,11 @@
 #include "shardwise/plan/program.hpp"
 #include "shardwise/plan/sharding_planner.hpp"
 #include "shardwise/process_group_mesh.hpp"
+#include "shardwise/scalapack/pair_exchange.hpp"
 #include "shardwise/scalapack/pgemm_call.hpp"
 #include "shardwise/scalapack/process_assignment.hpp"
 
 namespace shardwise::scalapack::detail {
-
-/// Sets the all-to-all counts and offsets (pgemm has checked that every total fits an int).
-inline void set_counts(const std::vector<std::int64_t>& counts, std::vector<int>& out, std::vector<int>& offsets) {
-  out.resize(counts.size());
-  offsets.resize(counts.size());
-  std::int64_t total = 0;
-  for (std::size_t i = 0; i < counts.size(); ++i) {
-    out[i] = static_cast<int>(counts[i]);
-    offsets[i] = static_cast<int>(total);
-    total += counts[i];
-  }
-}
 
 using Cube = Mesh<Axis<"x", dynamic_extent>, Axis<"y", dynamic_extent>, Axis<"z", dynamic_extent>>;
 
@@ -63,8 +52,6 @@ struct grid_meshes {
   std::map<std::array<int, 3>, std::unique_ptr<ProcessGroupMesh<Cube>>> meshes;
   /// A plan's mesh with its ranks played by other processes (relabeling::key).
   std::map<std::vector<int>, std::unique_ptr<ProcessGroupMesh<Cube>>> relabeled;
-  /// A duplicate of the grid's communicator for the redistributions' messages (exchange).
-  std::unique_ptr<MpiCommunicator> exchange;
 };
 
 inline int grid_meshes_keyval() {
@@ -92,21 +79,9 @@ inline grid_meshes& meshes_of_grid(MPI_Comm comm) {
   return *fresh;
 }
 
-/// The grid's duplicate for the redistributions' messages, made at the first redistribution
-/// (on every rank of the grid at the same call: the way is agreed).
-inline MPI_Comm exchange_comm(MPI_Comm comm) {
-  auto& slot = meshes_of_grid(comm).exchange;
-  if (!slot) slot = std::make_unique<MpiCommunicator>(comm);
-  return slot->native();
-}
-
-/// The all-to-all both redistributions make: w.send_elements[d] elements to rank d, packed by
-/// pack(w.send.data()) in rank order; w.receive_elements[s] from rank s land in w.receive.
-/// Messages go only between processes that exchange data, not through MPI_Alltoallv: a
-/// block-cyclic operand's blocks may go to only some of a large grid's plan ranks, and an
-/// alltoallv may step through every pair, empty or not (Open MPI's pairwise algorithm: P - 1
-/// steps). On the grid's duplicate (exchange_comm), so
-/// that no message of the caller's on the grid's communicator can match one of these.
+/// The exchange both redistributions make (pair_exchange.hpp): w.send_elements[d] elements to
+/// rank d, packed by pack(w.send.data()) in rank order; w.receive_elements[s] from rank s land
+/// in w.receive; this process's own share is copied while the messages travel.
 template <typename Scalar, typename Pack>
 void exchange(const Grid& grid, pgemm_workspace<Scalar>& w, Pack&& pack) {
   const int me = grid.row * grid.cols + grid.col;
@@ -118,30 +93,13 @@ void exchange(const Grid& grid, pgemm_workspace<Scalar>& w, Pack&& pack) {
   w.send.resize(static_cast<std::size_t>(std::max<std::int64_t>(send_total, 1)));
   w.receive.resize(static_cast<std::size_t>(std::max<std::int64_t>(receive_total, 1)));
   pack(w.send.data());
-  const MPI_Comm comm = exchange_comm(grid.comm);
-  const int ranks = static_cast<int>(w.send_counts.size());
-  const auto at = [](int rank) { return static_cast<std::size_t>(rank); };
-  w.requests.clear();
-  w.requests.reserve(2 * at(ranks));
-  // Receives first; sends from the next rank on, so that the ranks do not all start at rank 0.
-  for (int i = 1; i < ranks; ++i) {
-    const int from = (me + ranks - i) % ranks;
-    if (w.receive_counts[at(from)] == 0) continue;
-    w.requests.emplace_back();
-    MPI_Irecv(w.receive.data() + w.receive_offsets[at(from)], w.receive_counts[at(from)], mpi_type<Scalar>(), from, 0,
-              comm, &w.requests.back());
-  }
-  for (int i = 1; i < ranks; ++i) {
-    const int to = (me + i) % ranks;
-    if (w.send_counts[at(to)] == 0) continue;
-    w.requests.emplace_back();
-    MPI_Isend(w.send.data() + w.send_offsets[at(to)], w.send_counts[at(to)], mpi_type<Scalar>(), to, 0, comm,
-              &w.requests.back());
-  }
-  std::copy_n(w.send.data() + w.send_offsets[at(me)], w.send_counts[at(me)],
-              w.receive.data() + w.receive_offsets[at(me)]);
-  MPI_Waitall(static_cast<int>(w.requests.size()), w.requests.data(), MPI_STATUSES_IGNORE);
-  stats().redistributed_bytes += static_cast<std::int64_t>(sizeof(Scalar)) * (send_total - w.send_elements[at(me)]);
+  const auto own = static_cast<std::size_t>(me);
+  exchange_pairs<Scalar>(grid.comm, me, {w.send.data(), w.send_counts, w.send_offsets},
+                         {w.receive.data(), w.receive_counts, w.receive_offsets}, w.requests, [&] {
+                           std::copy_n(w.send.data() + w.send_offsets[own], w.send_counts[own],
+                                       w.receive.data() + w.receive_offsets[own]);
+                         });
+  stats().redistributed_bytes += static_cast<std::int64_t>(sizeof(Scalar)) * (send_total - w.send_elements[own]);
 }
 
 inline std::map<std::tuple<int, std::int64_t, std::int64_t, std::int64_t, int, std::int64_t>,
