@@ -18,10 +18,12 @@
 #include <algorithm>
 #include <atomic>
 #include <complex>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <stdexcept>
 #include <type_traits>
+#include <vector>
 
 #if defined(SHARDWISE_SIMULATE) && SHARDWISE_SIMULATE
 #include "shardwise/detail/simulation.hpp"  // SMPI: GEMMs charge their flops to the simulated host
@@ -152,10 +154,32 @@ struct matrix_view {
 };
 
 #if SHARDWISE_HAS_BLAS
+/// x for a complex GEMV, safe to read one stride past its end. OpenBLAS 0.3.21's cgemv and
+/// zgemv (Debian 12's; the Haswell kernels) read the element one stride after x's last, for
+/// many shapes (6 x n, 2 x 1 with a stride, ...): harmless while that element is on the page of
+/// x's last one, a crash when the next page is unmapped. x ending that close to a page (one
+/// call in hundreds, for short vectors) is copied, with room, into this thread's buffer.
+template <typename Scalar>
+const Scalar* gemv_x_within_page(const Scalar* x, int length, int& inc) {
+  constexpr std::uintptr_t page = 4096;  // the smallest page: within one, within any larger
+  const std::uintptr_t last = reinterpret_cast<std::uintptr_t>(x) +
+                              static_cast<std::uintptr_t>(length - 1) * static_cast<std::uintptr_t>(inc) * sizeof(Scalar);
+  const std::uintptr_t reach = last + (2 * static_cast<std::uintptr_t>(inc) + 1) * sizeof(Scalar) - 1;  // two strides on
+  if (last / page == reach / page) return x;
+  thread_local std::vector<Scalar> copy;
+  copy.resize(static_cast<std::size_t>(length) + 2);
+  for (int i = 0; i < length; ++i) copy[static_cast<std::size_t>(i)] = x[static_cast<std::ptrdiff_t>(i) * inc];
+  inc = 1;
+  return copy.data();
+}
+
 /// y = op(M) x + beta y through CBLAS: M is rows x cols with leading dimension ld.
 template <typename Scalar>
 void blas_gemv(decltype(CblasRowMajor) layout, decltype(CblasNoTrans) op, int rows, int cols, const Scalar* m,
                int ld, const Scalar* x, int incx, Scalar beta, Scalar* y, int incy) {
+  if constexpr (std::is_same_v<Scalar, std::complex<float>> || std::is_same_v<Scalar, std::complex<double>>) {
+    x = gemv_x_within_page(x, op == CblasNoTrans ? cols : rows, incx);  // x has op(M)'s columns
+  }
   const Scalar one(1);
   if constexpr (std::is_same_v<Scalar, double>) cblas_dgemv(layout, op, rows, cols, one, m, ld, x, incx, beta, y, incy);
   else if constexpr (std::is_same_v<Scalar, float>) cblas_sgemv(layout, op, rows, cols, one, m, ld, x, incx, beta, y, incy);
