@@ -18,7 +18,8 @@ only, no simulation). Then the strong-scaling series (STRONG_SHAPES on STRONG_PR
 40): the table's plans and "time" (PLATFORM-P-SHAPE-time.md, the planner's plan by predicted time
 on the platform's machine), each with its prediction and speed-up over PDGEMM, and the goals.
 Then the drop-in beside PDGEMM (cells dropinNB, issue 39): the same pdgemm_ call, in ScaLAPACK's
-layout on PDGEMM's grid and NB, computed by libshardwise_scalapack instead of PBLAS.
+layout on PDGEMM's grid and NB, computed by libshardwise_scalapack instead of PBLAS; and the same
+for p?tran and p?gemr2d (cells pdtranNB, pdgemr2dNB, dropintranNB, dropingemr2dNB on copy8k).
 """
 import math
 import os
@@ -537,6 +538,61 @@ def emit_dropin(emit, cells):
     emit("")
 
 
+COPY_PROCS = [64, 256, 1024]
+COPY_ROUTINES = [("tran", "p?tran, C = A^T"), ("gemr2d", "p?gemr2d, NB to 2 NB")]
+
+
+def emit_copies(emit, cells):
+    """The layout routines (cells pdtranNB, pdgemr2dNB on the shape copy8k) beside the drop-in's
+    (dropintranNB, dropingemr2dNB): the same call on the same grid and NB."""
+    emit("## p?tran and p?gemr2d beside ScaLAPACK's")
+    emit("")
+    emit("An 8192 x 8192 fp64 matrix, block-cyclic on the squarest grid of P ranks (`simulation/drivers/simulate_pdgemm.cpp "
+         "--routine tran` or `gemr2d`): C = A^T by PBLAS's PDTRAN (`pdtranNB` cells), and a copy to blocks of 2 NB on "
+         "the same grid by ScaLAPACK's PDGEMR2D (`pdgemr2dNB`), beside the drop-in computing the same call "
+         "(`dropintranNB`, `dropingemr2dNB`: one message per pair of processes that share elements). As in every "
+         "cell, the local work (packing, transposing) is not charged: the times are the messages'. "
+         "Speed-up: ScaLAPACK's time over the drop-in's.")
+    emit("")
+    emit("| platform | P | routine | grid, NB | ScaLAPACK s | drop-in s | MiB sent per call, busiest rank | speed-up |")
+    emit("|---|---:|---|---|---:|---:|---:|---:|")
+    rows = []
+
+    def seconds_of(cell):
+        if cell is None:
+            return None, "not run"
+        if not cell["ok"]:
+            return None, "failed"
+        return number(cell["seconds"]), cell["seconds"]
+
+    for platform, _ in PLATFORMS:
+        for p in COPY_PROCS:
+            for routine, title in COPY_ROUTINES:
+                for nb in ("64", "128", "256"):
+                    theirs = cells.get((platform, p, "copy8k", "pd" + routine + nb))
+                    ours = cells.get((platform, p, "copy8k", "dropin" + routine + nb))
+                    if theirs is None and ours is None:
+                        continue
+                    theirs_s, theirs_text = seconds_of(theirs)
+                    ours_s, ours_text = seconds_of(ours)
+                    grid = next((c["mesh"].partition(" (")[0] for c in (ours, theirs) if c is not None and c["ok"]), "?")
+                    speedup = theirs_s / ours_s if theirs_s and ours_s else None
+                    if speedup is not None:
+                        rows.append((platform, p, routine, speedup))
+                    sent = f"{number(ours['model']):.3f}" if ours_s else "–"
+                    emit(f"| {platform.replace('_', ' ')} | {p} | {title} | {grid}, {nb} | {theirs_text} | {ours_text} | "
+                         f"{sent} | {f'{speedup:.2f}' if speedup else '–'} |")
+    emit("")
+    done = [r for r in rows if r[1] in (256, 1024)]  # the goal's P
+    if done:
+        slower = [r for r in done if r[3] <= 1.0]
+        emit(f"- At P = 256 and 1024, the drop-in is faster than ScaLAPACK's routine in {len(done) - len(slower)} of the "
+             f"{len(done)} cells compared (speed-up {min(r[3] for r in done):.2f} to {max(r[3] for r in done):.2f})"
+             + (": not faster in " + ", ".join(f"{r[0].replace('_', ' ')} P = {r[1]} {r[2]} ({r[3]:.2f})" for r in slower)
+                if slower else "") + ".")
+        emit("")
+
+
 def summary_entry(cell, key=None):
     if cell is None:
         return LEFT_OUT_REASONS[LEFT[key]][0] if key in LEFT else "not run"
@@ -661,6 +717,7 @@ def main():
     emit_strong(emit, cells, predicted, by_time)
 
     emit_dropin(emit, cells)
+    emit_copies(emit, cells)
 
     emit_predicted(emit, cells, predicted, by_time)
 

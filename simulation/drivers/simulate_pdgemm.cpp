@@ -16,7 +16,15 @@
 // way the drop-in took (in place, reduced, gathered, local or redistributed), and in place of
 // the SUMMA estimate the bytes the busiest rank sent per call as the drop-in counted them.
 //
-//   simulate_pdgemm [--m M] [--k K] [--n N] [--nb NB] [--grid PxQ] [--allow-idle] [--reps R] [--check] [--fold]
+// --routine tran and --routine gemr2d time ScaLAPACK's other layout routines the drop-in serves on
+// the same grid instead: PDTRAN, C (m x n) = A^T with A n x m, and PDGEMR2D, B (m x n, block
+// 2 NB) := A (m x n, block NB) on the same grid (ScaLAPACK's REDIST in the archive); the row
+// names the routine ("pdtran nb:NB", "dropin gemr2d nb:NB"), its GFLOP/s are 0, and in place of
+// the SUMMA estimate the bytes a rank holds of A ("share"), or the busiest rank's bytes sent as
+// the drop-in counted them.
+//
+//   simulate_pdgemm [--routine gemm|tran|gemr2d] [--m M] [--k K] [--n N] [--nb NB] [--grid PxQ] [--allow-idle]
+//                   [--reps R] [--check] [--fold]
 //     --m, --k  default to --n (256)
 //     --grid  p q <= P; the ranks beyond p q idle
 //     --check  the local GEMMs multiply and every rank checks its elements of C (small N)
@@ -43,6 +51,8 @@
 #if defined(SHARDWISE_SIMULATE) && SHARDWISE_SIMULATE
 #include "shardwise/detail/simulation.hpp"  // whether the drop-in's GEMMs compute, and its buffers fold
 #include "shardwise/scalapack/pgemm.hpp"    // pgemm_stats: the way the drop-in took, its bytes
+#include "shardwise/scalapack/pgemr2d.hpp"  // pgemr2d_stats and ptran_stats: their bytes
+#include "shardwise/scalapack/ptran.hpp"
 #define SIMULATE_DROPIN 1
 #else
 #define SIMULATE_DROPIN 0
@@ -104,9 +114,11 @@ int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   int m = -1, k = -1, n = 256, nb = 128, reps = 1, grid_p = 0, grid_q = 0;
   bool check = false, fold = false, allow_idle = false;
+  std::string routine = "gemm";
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "--n" && i + 1 < argc) n = std::atoi(argv[++i]);
+    if (arg == "--routine" && i + 1 < argc) routine = argv[++i];
+    else if (arg == "--n" && i + 1 < argc) n = std::atoi(argv[++i]);
     else if (arg == "--m" && i + 1 < argc) m = std::atoi(argv[++i]);
     else if (arg == "--k" && i + 1 < argc) k = std::atoi(argv[++i]);
     else if (arg == "--grid" && i + 1 < argc && std::sscanf(argv[++i], "%dx%d", &grid_p, &grid_q) == 2) continue;
@@ -120,6 +132,17 @@ int main(int argc, char** argv) {
       MPI_Abort(MPI_COMM_WORLD, 2);
     }
   }
+  if (routine != "gemm" && routine != "tran" && routine != "gemr2d") {
+    std::fprintf(stderr, "simulate_pdgemm: unknown routine '%s' (gemm, tran, gemr2d)\n", routine.c_str());
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+#if defined(SIMULATE_NO_PDGEMR2D)
+  if (routine == "gemr2d") {
+    std::fprintf(stderr, "simulate_pdgemm: built without ScaLAPACK's REDIST (PDGEMR2D); see build_scalapack_smpi.sh\n");
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+#endif
+  const bool product = routine == "gemm";
   if (m < 0) m = n;
   if (k < 0) k = n;
   if (check && fold) {
@@ -165,37 +188,52 @@ int main(int argc, char** argv) {
   const bool in_grid = me < p * q;
   if (in_grid) Cblacs_gridinfo(context, &rows, &cols, &my_row, &my_col);
 
+  // gemm: A m x k, B k x n, C m x n. tran: A n x m, C m x n. gemr2d: A m x n, its copy C m x n
+  // in blocks of 2 NB.
+  const int c_nb = routine == "gemr2d" ? 2 * nb : nb;
   std::optional<Local> a, b, c;
   if (in_grid) {
-    a.emplace(m, k, nb, context, my_row, my_col, p, q, fold);
-    b.emplace(k, n, nb, context, my_row, my_col, p, q, fold);
-    c.emplace(m, n, nb, context, my_row, my_col, p, q, fold);
+    if (routine == "tran") a.emplace(n, m, nb, context, my_row, my_col, p, q, fold);
+    else a.emplace(m, product ? k : n, nb, context, my_row, my_col, p, q, fold);
+    if (product) b.emplace(k, n, nb, context, my_row, my_col, p, q, fold);
+    c.emplace(m, n, c_nb, context, my_row, my_col, p, q, fold);
   }
   if (check && in_grid)
   {
     for (int j = 0; j < a->cols; ++j)
       for (int i = 0; i < a->rows; ++i) a->at(i, j) = element(0, global_index(i, nb, my_row, p), global_index(j, nb, my_col, q));
-    for (int j = 0; j < b->cols; ++j)
-      for (int i = 0; i < b->rows; ++i) b->at(i, j) = element(1, global_index(i, nb, my_row, p), global_index(j, nb, my_col, q));
+    if (product)
+      for (int j = 0; j < b->cols; ++j)
+        for (int i = 0; i < b->rows; ++i) b->at(i, j) = element(1, global_index(i, nb, my_row, p), global_index(j, nb, my_col, q));
   }
   const int one = 1;
   const double alpha = 1.0, beta = 0.0;
   auto run = [&] {
     if (!in_grid) return;
-    pdgemm_("N", "N", &m, &n, &k, &alpha, a->data, &one, &one, a->desc, b->data, &one, &one, b->desc, &beta, c->data,
-            &one, &one, c->desc);
+    if (routine == "tran") pdtran_(&m, &n, &alpha, a->data, &one, &one, a->desc, &beta, c->data, &one, &one, c->desc);
+#if !defined(SIMULATE_NO_PDGEMR2D)
+    else if (routine == "gemr2d") pdgemr2d_(&m, &n, a->data, &one, &one, a->desc, c->data, &one, &one, c->desc, &context);
+#endif
+    else
+      pdgemm_("N", "N", &m, &n, &k, &alpha, a->data, &one, &one, a->desc, b->data, &one, &one, b->desc, &beta, c->data,
+              &one, &one, c->desc);
   };
   run();
 #if SIMULATE_DROPIN
   const shardwise::scalapack::PgemmStats first = shardwise::scalapack::pgemm_stats();
+  const shardwise::scalapack::RedistributionStats first_copy =
+      routine == "tran" ? shardwise::scalapack::ptran_stats() : shardwise::scalapack::pgemr2d_stats();
 #endif
   double error = 0;
   if (check && in_grid)
     for (int j = 0; j < c->cols; ++j)
       for (int i = 0; i < c->rows; ++i) {
-        const long gi = global_index(i, nb, my_row, p), gj = global_index(j, nb, my_col, q);
+        const long gi = global_index(i, c_nb, my_row, p), gj = global_index(j, c_nb, my_col, q);
         double want = 0;
-        for (long l = 0; l < k; ++l) want += element(0, gi, l) * element(1, l, gj);
+        if (routine == "tran") want = element(0, gj, gi);
+        else if (routine == "gemr2d") want = element(0, gi, gj);
+        else
+          for (long l = 0; l < k; ++l) want += element(0, gi, l) * element(1, l, gj);
         error = std::max(error, std::abs(c->at(i, j) - want));
       }
   double seconds = 1e300;
@@ -208,13 +246,23 @@ int main(int argc, char** argv) {
     seconds = std::min(seconds, elapsed);
   }
   MPI_Allreduce(MPI_IN_PLACE, &error, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  const char* label = "pdgemm";
+  std::string label = "pd" + routine;
   bool handed_back = false;  // the drop-in refused the call (no PDGEMM follows it here)
   char way[64] = "";
-  double estimate = summa_estimate(m, k, n, p, q) / (1 << 20);
-  const char* estimate_note = "SUMMA estimate";
+  double estimate = product ? summa_estimate(m, k, n, p, q) / (1 << 20)
+                            : 8.0 * m * n / (static_cast<double>(p) * q) / (1 << 20);
+  const char* estimate_note = product ? "SUMMA estimate" : "share";
 #if SIMULATE_DROPIN
-  {
+  if (!product) {
+    // The untimed first call's bytes sent, the busiest rank's, as the drop-in counts them.
+    double sent = static_cast<double>(first_copy.sent_bytes);
+    MPI_Allreduce(MPI_IN_PLACE, &sent, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    handed_back = first_copy.not_covered > 0;
+    if (handed_back) std::snprintf(way, sizeof way, " (handed back: not simulated)");
+    label = "dropin " + routine;
+    estimate = sent / (1 << 20);
+    estimate_note = "counted";
+  } else {
     // The untimed first call's way (every timed call repeats it) and the busiest rank's bytes
     // sent in it: the redistribution's and the plan's, as the drop-in counts them.
     const shardwise::scalapack::PgemmStats s = first;
@@ -235,15 +283,15 @@ int main(int argc, char** argv) {
   }
 #endif
   if (me == 0) {
-    const double mm = m, kk = k, nn = n, gflops = 2.0 * mm * kk * nn / seconds / 1e9;
+    const double mm = m, kk = k, nn = n, gflops = product ? 2.0 * mm * kk * nn / seconds / 1e9 : 0.0;
     const double peak = sg_host_get_speed(sg_host_self()) * size / 1e9;
-    const double bound = 8.0 * shardwise::matmul_lower_bound(m, k, n, size).words / (1 << 20);
+    const double bound = product ? 8.0 * shardwise::matmul_lower_bound(m, k, n, size).words / (1 << 20) : 0.0;
     char mesh[64];
     if (p * q < size) std::snprintf(mesh, sizeof mesh, "%dx%d (%d idle)%s", p, q, size - p * q, way);
     else std::snprintf(mesh, sizeof mesh, "%dx%d%s", p, q, way);
     std::printf("| %d | %d | %d | %d | %s nb:%d | %s | block-cyclic %d x %d | %.6f | %.2f | %.1f | - | %.3f (%s) | - | "
                 "%.3f | %.3f (%s) | %s |\n",
-                size, m, k, n, label, nb, mesh, nb, nb, seconds, gflops, 100.0 * gflops / peak, estimate, estimate_note,
+                size, m, k, n, label.c_str(), nb, mesh, nb, nb, seconds, gflops, 100.0 * gflops / peak, estimate, estimate_note,
                 bound, bound > 0 ? estimate / bound : 0.0, SIMULATE_DROPIN ? "counted" : "estimate",
                 check ? (error == 0.0 ? "exact" : "WRONG") : "not computed");
     std::fflush(stdout);

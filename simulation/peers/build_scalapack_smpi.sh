@@ -17,8 +17,11 @@
 # What is compiled (with smpicc / smpif90; gfortran must be installed):
 #   - BLACS: the internal BI_*.c once; the user routines twice, for the Fortran interface and,
 #     with -DCallFromC, for the C one (Cblacs_*), as ScaLAPACK's own build does;
-#   - PBLAS: pdgemm_.c, pilaenv.f, PTOOLS/*.c, and the Fortran of PTZBLAS and PBBLAS;
-#   - TOOLS: the descriptor and index helpers PDGEMM and the driver call.
+#   - PBLAS: pdgemm_.c, pdtran_.c, pilaenv.f, PTOOLS/*.c, and the Fortran of PTZBLAS and PBBLAS;
+#   - TOOLS: the descriptor and index helpers PDGEMM and the driver call;
+#   - REDIST: PDGEMR2D (pdgemr.c, pdgemr2.c, pgemraux.c) from SCALAPACK_REDIST_SOURCE, else
+#     REDIST/SRC of the source tree, where there is one (the peer subset has none: then the
+#     ScaLAPACK driver's --routine gemr2d says so and stops).
 # Everything goes into one static archive, so only what pdgemm_ reaches is linked.
 # The local GEMMs: flop_charging_dgemm.c defines dgemm_, which charges 2mnk flops to the
 # simulated host (and multiplies through OpenBLAS's cblas_dgemm only when the driver asks),
@@ -34,6 +37,12 @@ done
   echo "build_scalapack_smpi: no PBLAS/SRC under $source_dir; name ScaLAPACK's source tree as the first argument or in SCALAPACK_SOURCE" >&2
   exit 2
 }
+redist=${SCALAPACK_REDIST_SOURCE:-$source_dir/REDIST/SRC}
+driver_flags=()
+if [ ! -d "$redist" ]; then
+  echo "build_scalapack_smpi: no REDIST/SRC ($redist): simulate_pdgemm is built without PDGEMR2D" >&2
+  driver_flags=(-DSIMULATE_NO_PDGEMR2D=1)
+fi
 mkdir -p "$build_dir/obj"
 obj=$build_dir/obj
 jobs=$(nproc)
@@ -60,7 +69,10 @@ export -f compile
     if [[ $name != BI_* ]]; then echo "smpicc $obj/blacs_C_$name.o $src ${cflags[*]} -DCallFromC -I$blacs"; fi
   done
   pblas=$source_dir/PBLAS/SRC
-  echo "smpicc $obj/pblas_pdgemm_.o $pblas/pdgemm_.c ${cflags[*]} -I$pblas"
+  for name in pdgemm_ pdtran_; do echo "smpicc $obj/pblas_$name.o $pblas/$name.c ${cflags[*]} -I$pblas"; done
+  if [ -d "$redist" ]; then
+    for name in pdgemr pdgemr2 pgemraux; do echo "smpicc $obj/redist_$name.o $redist/$name.c ${cflags[*]} -I$redist"; done
+  fi
   echo "smpif90 $obj/pblas_pilaenv.o $pblas/pilaenv.f ${fflags[*]}"
   for src in "$pblas"/PTOOLS/*.c; do echo "smpicc $obj/ptools_$(basename "$src" .c).o $src ${cflags[*]} -I$pblas"; done
   for src in "$pblas"/PTZBLAS/*.f "$pblas"/PBBLAS/*.f; do
@@ -77,8 +89,13 @@ ar rcs "$build_dir/libscalapack_smpi.a" "$obj"/*.o
 # The flop-charging dgemm_ and the driver, linked with the archive and OpenBLAS (its other
 # BLAS routines, and cblas_dgemm for checked runs).
 smpicc -O2 -fPIC -Wall -Wextra -c "$repo/simulation/drivers/flop_charging_dgemm.c" -o "$build_dir/flop_charging_dgemm.o"
+# What SMPI lacks and BLACS's integer combines call (PDGEMR2D reaches them). Linked as an object,
+# not from the archive: SMPI's header declares the MPI functions weak, and a weak reference
+# takes nothing out of an archive.
+smpicc -O2 -fPIC -Wall -Wextra -c "$repo/simulation/peers/smpi_type_match_size.c" -o "$build_dir/smpi_type_match_size.o"
 smpicxx -std=c++20 -O2 -Wall -Wextra -Wpedantic -fno-gnu-unique -DSMPI_NO_OVERRIDE_MALLOC=1 -I"$repo/include" \
-  "$repo/simulation/drivers/simulate_pdgemm.cpp" "$build_dir/flop_charging_dgemm.o" "$build_dir/libscalapack_smpi.a" \
+  "${driver_flags[@]}" "$repo/simulation/drivers/simulate_pdgemm.cpp" "$build_dir/flop_charging_dgemm.o" \
+  "$build_dir/smpi_type_match_size.o" "$build_dir/libscalapack_smpi.a" \
   $(pkg-config --libs openblas) -lgfortran -o "$build_dir/simulate_pdgemm"
 echo "build_scalapack_smpi: $build_dir/simulate_pdgemm"
 
@@ -93,6 +110,7 @@ simulate_flags=(-std=c++20 -O2 -DNDEBUG -Wall -Wextra -Wpedantic -fno-gnu-unique
 # Compiled every time: it depends on most of include/shardwise, which `compile` does not follow.
 "$repo/simulation/simulate" compile-dropin "$build_dir/scalapack_dropin.o"
 smpicxx "${simulate_flags[@]}" $(pkg-config --cflags eigen3 openblas) "$repo/simulation/drivers/simulate_pdgemm.cpp" \
-  "$build_dir/scalapack_dropin.o" "$build_dir/flop_charging_dgemm.o" "$build_dir/libscalapack_smpi.a" \
+  "$build_dir/scalapack_dropin.o" "$build_dir/flop_charging_dgemm.o" "$build_dir/smpi_type_match_size.o" \
+  "$build_dir/libscalapack_smpi.a" \
   $(pkg-config --libs openblas) -lgfortran -ldl -o "$build_dir/simulate_dropin"
 echo "build_scalapack_smpi: $build_dir/simulate_dropin"
