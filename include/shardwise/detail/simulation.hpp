@@ -24,6 +24,7 @@
 
 #include <smpi/smpi.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdlib>
@@ -54,11 +55,14 @@ inline bool skip_local_data() { return !compute().load(std::memory_order_relaxed
 /// Charges `flops` to this rank's simulated host: the simulated clock advances by flops / host speed.
 inline void charge_flops(double flops) { smpi_execute_flops(flops); }
 
-/// `bytes` of scratch, folded or 64-byte aligned; nullptr when out of memory.
+/// At least `bytes` (at least 64, a multiple of 64) of scratch, folded or 64-byte aligned;
+/// nullptr when out of memory.
 inline void* allocate(std::size_t bytes) {
+  // aligned_alloc takes a multiple of the alignment; every caller gets the same rounding.
+  const std::size_t rounded = std::max<std::size_t>(64, (bytes + 63) / 64 * 64);
   // One call site for every folded buffer: SMPI's shared malloc maps all of them onto the
   // same pages, which is the point (their contents are never read).
-  return fold().load(std::memory_order_relaxed) ? SMPI_SHARED_MALLOC(bytes) : std::aligned_alloc(64, bytes);
+  return fold().load(std::memory_order_relaxed) ? SMPI_SHARED_MALLOC(rounded) : std::aligned_alloc(64, rounded);
 }
 
 /// Frees what allocate() returned (`fold` must not have changed in between).

@@ -247,7 +247,7 @@ struct folding_allocator {
   template <typename U>
   folding_allocator(const folding_allocator<U>&) noexcept {}
   T* allocate(std::size_t n) {
-    void* memory = shardwise::detail::simulation::allocate(std::max<std::size_t>(64, (n * sizeof(T) + 63) / 64 * 64));
+    void* memory = shardwise::detail::simulation::allocate(n * sizeof(T));
     if (memory == nullptr) throw std::bad_alloc();
     return static_cast<T*>(memory);
   }
