@@ -13,10 +13,10 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <type_traits>
 #include <vector>
 
 #include "shardwise/comm/mpi.hpp"
+#include "shardwise/scalapack/communicator_attribute.hpp"
 #include "shardwise/scalapack/pgemm_call.hpp"
 
 namespace shardwise::scalapack::detail {
@@ -33,34 +33,10 @@ inline void set_counts(const std::vector<std::int64_t>& counts, std::vector<int>
   }
 }
 
-inline int exchange_comm_keyval() {
-  static const int key = [] {
-    int k = MPI_KEYVAL_INVALID;
-    MPI_Comm_create_keyval(
-        MPI_COMM_NULL_COPY_FN,
-        [](MPI_Comm, int, void* attribute, void*) -> int {
-          delete static_cast<MpiCommunicator*>(attribute);
-          return MPI_SUCCESS;
-        },
-        &k, nullptr);
-    return k;
-  }();
-  return key;
-}
-
 /// The duplicate of `comm` the exchanges use: made at the first exchange over `comm` (on every
-/// process of it at the same call, as the exchange is collective), kept as an attribute of
-/// `comm` and freed with it (BLACS_GRIDEXIT).
-inline MPI_Comm exchange_comm(MPI_Comm comm) {
-  void* attribute = nullptr;
-  int found = 0;
-  MPI_Comm_get_attr(comm, exchange_comm_keyval(), &attribute, &found);
-  if (!found) {
-    attribute = new MpiCommunicator(comm);
-    MPI_Comm_set_attr(comm, exchange_comm_keyval(), attribute);
-  }
-  return static_cast<MpiCommunicator*>(attribute)->native();
-}
+/// process of it at the same call, as the exchange is collective), kept with `comm` and freed
+/// with it (communicator_attribute.hpp).
+inline MPI_Comm exchange_comm(MPI_Comm comm) { return owned_attribute<MpiCommunicator>(comm, comm).native(); }
 
 /// Where an exchange's data is: `elements` per rank, in rank order, at `data` (the counts and
 /// offsets come from set_counts).

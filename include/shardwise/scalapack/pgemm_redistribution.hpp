@@ -54,30 +54,7 @@ struct grid_meshes {
   std::map<std::vector<int>, std::unique_ptr<ProcessGroupMesh<Cube>>> relabeled;
 };
 
-inline int grid_meshes_keyval() {
-  static const int key = [] {
-    int k = MPI_KEYVAL_INVALID;
-    MPI_Comm_create_keyval(
-        MPI_COMM_NULL_COPY_FN,
-        [](MPI_Comm, int, void* attribute, void*) -> int {
-          delete static_cast<grid_meshes*>(attribute);
-          return MPI_SUCCESS;
-        },
-        &k, nullptr);
-    return k;
-  }();
-  return key;
-}
-
-inline grid_meshes& meshes_of_grid(MPI_Comm comm) {
-  void* attribute = nullptr;
-  int found = 0;
-  MPI_Comm_get_attr(comm, grid_meshes_keyval(), &attribute, &found);
-  if (found) return *static_cast<grid_meshes*>(attribute);
-  auto* fresh = new grid_meshes;
-  MPI_Comm_set_attr(comm, grid_meshes_keyval(), fresh);
-  return *fresh;
-}
+inline grid_meshes& meshes_of_grid(MPI_Comm comm) { return owned_attribute<grid_meshes>(comm); }
 
 /// The exchange both redistributions make (pair_exchange.hpp): w.send_elements[d] elements to
 /// rank d, packed by pack(w.send.data()) in rank order; w.receive_elements[s] from rank s land
