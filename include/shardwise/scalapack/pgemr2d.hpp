@@ -26,6 +26,7 @@
 #include <mpi.h>
 
 #include <array>
+#include <numeric>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -185,29 +186,27 @@ PgemmOutcome pgemr2d(int m, int n, const Scalar* a, int ia, int ja, const int* d
   for (std::size_t side : {head_fields, head_fields + side_fields})
     shared[side] = shared[side + 1] = 0;  // mine[side + 1], mine[side + 2]: row and col
   if (agree(comm, problem.empty() && own_grid, shared)) {
-    if (!copy_fits_int(shape)) return refuse("sub(A) has more than 2^31 - 1 elements");
     source = local_side(da, true, grid_a, ia, ja), target = local_side(db, true, grid_b, ib, jb);
     source.ranks.resize(static_cast<std::size_t>(ranks));
-    for (int r = 0; r < ranks; ++r) source.ranks[static_cast<std::size_t>(r)] = r;
+    std::iota(source.ranks.begin(), source.ranks.end(), 0);
     target.ranks = source.ranks;
-    copy(comm, shape, source, a, target, b, [](Scalar& into, const Scalar& v) { into = v; }, stats);
-    ++stats.redistributed;
-    return {};
+  } else {
+    std::vector<std::int64_t> records(static_cast<std::size_t>(ranks) * record_fields);
+    MPI_Allgather(mine.data(), static_cast<int>(record_fields), MPI_INT64_T, records.data(),
+                  static_cast<int>(record_fields), MPI_INT64_T, comm);
+    for (int r = 0; r < ranks; ++r) {
+      const std::int64_t* at = records.data() + static_cast<std::size_t>(r) * record_fields;
+      if (at[0] != 0) return refuse(problem.empty() ? "another process's arguments are out of the rules" : problem);
+      if (!std::equal(at + 1, at + head_fields, mine.data() + 1))
+        return refuse("the processes disagree on M, N or the scalar type");
+    }
+    std::string inconsistent =
+        gather_side(records, ranks, head_fields, "A", local_side(da, in_a, grid_a, ia, ja), source);
+    if (inconsistent.empty())
+      inconsistent =
+          gather_side(records, ranks, head_fields + side_fields, "B", local_side(db, in_b, grid_b, ib, jb), target);
+    if (!inconsistent.empty()) return refuse(inconsistent);
   }
-
-  std::vector<std::int64_t> records(static_cast<std::size_t>(ranks) * record_fields);
-  MPI_Allgather(mine.data(), static_cast<int>(record_fields), MPI_INT64_T, records.data(),
-                static_cast<int>(record_fields), MPI_INT64_T, comm);
-  for (int r = 0; r < ranks; ++r) {
-    const std::int64_t* at = records.data() + static_cast<std::size_t>(r) * record_fields;
-    if (at[0] != 0) return refuse(problem.empty() ? "another process's arguments are out of the rules" : problem);
-    if (!std::equal(at + 1, at + head_fields, mine.data() + 1))
-      return refuse("the processes disagree on M, N or the scalar type");
-  }
-  std::string inconsistent = gather_side(records, ranks, head_fields, "A", local_side(da, in_a, grid_a, ia, ja), source);
-  if (inconsistent.empty())
-    inconsistent = gather_side(records, ranks, head_fields + side_fields, "B", local_side(db, in_b, grid_b, ib, jb), target);
-  if (!inconsistent.empty()) return refuse(inconsistent);
   if (!copy_fits_int(shape)) return refuse("sub(A) has more than 2^31 - 1 elements");
 
   copy(comm, shape, source, a, target, b, [](Scalar& into, const Scalar& v) { into = v; }, stats);
